@@ -1,0 +1,66 @@
+#pragma once
+// The plugin descriptor: the one symbol every m0 plugin exports (GUIDE section 4).
+//
+// A plugin is a shared object exporting `m0_plugin_descriptor`, a constant of
+// type m0::plugin_descriptor. The loader checks magic, ABI and build signature
+// before touching anything else in it, so every field that the check reads
+// must keep its offset forever: append new fields at the end only.
+#include <cstdint>
+#include <memory>
+
+#include <m0/api.hpp>
+#include <m0/version.hpp>
+
+namespace m0 {
+
+class frontend;
+class executor;
+struct plugin_context;
+
+inline constexpr std::uint32_t plugin_magic = 0x4d30504cu;  // "M0PL"
+// Major: bumped on any incompatible change of the seams. Minor: bumped when
+// fields are appended; a core accepts plugins of its own minor or older.
+inline constexpr std::uint16_t plugin_abi_major = 1;
+inline constexpr std::uint16_t plugin_abi_minor = 0;
+inline constexpr const char* plugin_symbol_name = "m0_plugin_descriptor";
+
+enum class plugin_kind : std::uint32_t { frontend = 1, executor = 2 };
+
+const char* to_string(plugin_kind kind) noexcept;
+
+struct plugin_descriptor {
+    std::uint32_t magic;
+    std::uint16_t abi_major;
+    std::uint16_t abi_minor;
+    std::uint32_t struct_size;       // sizeof(plugin_descriptor) as the plugin saw it
+    const char* build_signature;     // M0_BUILD_SIGNATURE of the plugin's build
+    const char* name;                // what `frontend.type` / `executor.type` names
+    plugin_kind kind;
+    const char* description;         // one line, shown by `m0 plugins`
+    // Exactly one of these is set, matching `kind`. Factories validate their
+    // own config section and throw m0::config_error on a bad value.
+    std::unique_ptr<frontend> (*make_frontend)(plugin_context& ctx);
+    std::unique_ptr<executor> (*make_executor)(plugin_context& ctx);
+};
+
+}  // namespace m0
+
+// Declares the plugin's descriptor. Use once per plugin, at namespace scope:
+//   M0_FRONTEND_PLUGIN("http", "static files and fixed routes", make_http_frontend)
+#define M0_PLUGIN_DESCRIPTOR_IMPL(NAME, KIND, DESC, FRONTEND_FACTORY, EXECUTOR_FACTORY)        \
+    extern "C" __attribute__((visibility("default"))) const ::m0::plugin_descriptor            \
+        m0_plugin_descriptor = {::m0::plugin_magic,                                             \
+                                ::m0::plugin_abi_major,                                         \
+                                ::m0::plugin_abi_minor,                                         \
+                                static_cast<std::uint32_t>(sizeof(::m0::plugin_descriptor)),    \
+                                M0_BUILD_SIGNATURE,                                             \
+                                NAME,                                                           \
+                                KIND,                                                           \
+                                DESC,                                                           \
+                                FRONTEND_FACTORY,                                               \
+                                EXECUTOR_FACTORY}
+
+#define M0_FRONTEND_PLUGIN(NAME, DESC, FACTORY) \
+    M0_PLUGIN_DESCRIPTOR_IMPL(NAME, ::m0::plugin_kind::frontend, DESC, FACTORY, nullptr)
+#define M0_EXECUTOR_PLUGIN(NAME, DESC, FACTORY) \
+    M0_PLUGIN_DESCRIPTOR_IMPL(NAME, ::m0::plugin_kind::executor, DESC, nullptr, FACTORY)
