@@ -4,6 +4,10 @@
 # core searches for when a config says `<kind>.type: <name>`), with hidden
 # visibility so the descriptor is its only export. Used in-tree and, through
 # the installed CMake package, by third-party plugins.
+# A third-party project gets here through find_package(m0) and may not have
+# included GNUInstallDirs; the install rule below needs CMAKE_INSTALL_LIBDIR.
+include(GNUInstallDirs)
+
 function(m0_add_plugin target)
   cmake_parse_arguments(P "" "KIND;NAME" "SOURCES;LIBRARIES" ${ARGN})
   if(NOT P_KIND OR NOT P_NAME)

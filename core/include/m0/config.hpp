@@ -36,6 +36,10 @@ public:
     // "file:line:col" of the node, or of its parent when the key is absent.
     std::string where() const;
     bool present() const;  // the key exists in the YAML (or a --set)
+    // Directory of the config file this node came from; relative paths in a
+    // config (static roots, python.path) resolve against it. For --set values
+    // and documents not read from a file: the current working directory.
+    std::string base_dir() const;
     bool is_map() const;
     bool is_sequence() const;
     bool is_scalar() const;

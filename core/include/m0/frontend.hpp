@@ -26,6 +26,9 @@ public:
     // True when this frontend needs a listener of its own on every worker
     // whatever server.listener says.
     virtual bool needs_per_worker_listeners() const { return false; }
+    // The executor used when the config names none (`executor.type`).
+    // Native frontends answer on the reactor; a WSGI frontend wants `pool`.
+    virtual const char* default_executor() const { return "inline"; }
 };
 
 // What a plugin factory receives.

@@ -1,0 +1,116 @@
+// The m0 command line: serve, check, list plugins.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include <m0/version.hpp>
+
+#include "server/server_runner.hpp"
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* usage_head =
+    "m0 " M0_VERSION_STRING " — a plugin-based server for Python web applications and native handlers\n"
+    "\n"
+    "Usage:\n"
+    "  m0 --config FILE [options]          serve the deployment described in FILE\n"
+    "  m0 --check --config FILE [options]  validate, print the effective config, exit\n"
+    "  m0 --app module:callable            serve a WSGI app on 127.0.0.1:8000\n"
+    "  m0 plugins [--config FILE]          list every plugin found\n"
+    "  m0 --version\n"
+    "\n"
+    "Options";
+
+constexpr const char* usage_tail =
+    "\n"
+    "Every YAML key can be overridden: --set server.threads=4, --set 'server.listen=[\"[::1]:8080\"]'.\n"
+    "Shortcuts are applied before --set, in this order: --app, --listen, --threads.\n"
+    "Exit codes: 0 success, 1 start-up failure (e.g. address in use), 2 configuration or plugin error.\n"
+    "Signals: SIGTERM drains (server.drain_timeout), SIGINT drains briefly, a second signal stops at once.\n"
+    "Docs: README.md, docs/config.md, and each plugin's README.\n";
+
+std::string quoted_yaml(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) {
+        if (c == '\'') out += "''";
+        else out += c;
+    }
+    return out + "'";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    po::options_description opts(usage_head);
+    opts.add_options()
+        ("help,h", "show this help")
+        ("version", "print the version and the build signature")
+        ("config,c", po::value<std::string>(), "YAML deployment file")
+        ("set", po::value<std::vector<std::string>>()->composing(), "override a key: --set key.path=value (repeatable)")
+        ("listen,l", po::value<std::vector<std::string>>()->composing(), "HOST:PORT to listen on (repeatable; replaces server.listen)")
+        ("threads,t", po::value<unsigned>(), "worker (reactor) threads, 1..256 (server.threads)")
+        ("app", po::value<std::string>(), "serve a WSGI callable (frontend.type=wsgi, frontend.app=...)")
+        ("check", "validate the configuration, print it with defaults filled in, and exit");
+    po::options_description hidden;
+    hidden.add_options()("command", po::value<std::vector<std::string>>(), "command");
+    po::options_description all;
+    all.add(opts).add(hidden);
+    po::positional_options_description positional;
+    positional.add("command", -1);
+
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+        po::notify(vm);
+    } catch (const po::error& e) {
+        std::cerr << "m0: " << e.what() << "\nTry 'm0 --help'.\n";
+        return 2;
+    }
+
+    if (vm.count("help")) {
+        std::cout << opts << usage_tail;
+        return 0;
+    }
+    if (vm.count("version")) {
+        std::cout << "m0 " << M0_VERSION_STRING << "\nbuild signature: " << M0_BUILD_SIGNATURE << "\n";
+        return 0;
+    }
+
+    m0::run_options options;
+    if (vm.count("config")) options.config_file = vm["config"].as<std::string>();
+    if (vm.count("app")) {
+        options.sets.push_back("frontend.type=wsgi");
+        options.sets.push_back("frontend.app=" + quoted_yaml(vm["app"].as<std::string>()));
+    }
+    if (vm.count("listen")) {
+        std::string list = "server.listen=[";
+        bool first = true;
+        for (const auto& l : vm["listen"].as<std::vector<std::string>>()) {
+            if (!first) list += ",";
+            list += quoted_yaml(l);
+            first = false;
+        }
+        options.sets.push_back(list + "]");
+    }
+    if (vm.count("threads")) options.sets.push_back("server.threads=" + std::to_string(vm["threads"].as<unsigned>()));
+    if (vm.count("set"))
+        for (const auto& s : vm["set"].as<std::vector<std::string>>()) options.sets.push_back(s);
+    options.check_only = vm.count("check") > 0;
+
+    std::vector<std::string> commands;
+    if (vm.count("command")) commands = vm["command"].as<std::vector<std::string>>();
+    if (!commands.empty()) {
+        if (commands.size() == 1 && commands[0] == "plugins") return m0::list_plugins(options);
+        std::cerr << "m0: unknown command '" << commands[0] << "' (the only command is 'plugins')\nTry 'm0 --help'.\n";
+        return 2;
+    }
+    if (options.config_file.empty() && !vm.count("app")) {
+        std::cerr << "m0: nothing to serve: give --config FILE or --app module:callable\nTry 'm0 --help'.\n";
+        return 2;
+    }
+    return m0::run_server(options);
+}

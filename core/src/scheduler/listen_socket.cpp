@@ -1,0 +1,57 @@
+#include "scheduler/listen_socket.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <sstream>
+#include <system_error>
+
+namespace m0 {
+namespace {
+
+[[noreturn]] void fail(const char* what, const boost::asio::ip::tcp::endpoint& address, int err) {
+    std::ostringstream out;
+    out << "cannot " << what << " " << address;
+    throw std::system_error(err, std::generic_category(), out.str());
+}
+
+}  // namespace
+
+int open_listen_socket(const boost::asio::ip::tcp::endpoint& address, bool reuseport, int backlog) {
+    int fd = ::socket(address.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) fail("create a socket for", address, errno);
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuseport && ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+        int err = errno;
+        ::close(fd);
+        fail("set SO_REUSEPORT on", address, err);
+    }
+    if (address.address().is_v6()) {
+        // "[::]:80" means IPv6 only; list "0.0.0.0:80" too for IPv4.
+        ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    }
+    if (::bind(fd, address.data(), static_cast<socklen_t>(address.size())) != 0) {
+        int err = errno;
+        ::close(fd);
+        fail("bind", address, err);
+    }
+    if (::listen(fd, backlog) != 0) {
+        int err = errno;
+        ::close(fd);
+        fail("listen on", address, err);
+    }
+    return fd;
+}
+
+void stop_listening(int fd) noexcept {
+    // On Linux, shutdown(SHUT_RD) on a listening socket moves it out of
+    // LISTEN: queued and new connection attempts are refused, and the fd
+    // stays valid until the scheduler closes it after joining the workers.
+    ::shutdown(fd, SHUT_RD);
+}
+
+}  // namespace m0

@@ -1,0 +1,406 @@
+#include "scheduler/scheduler.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+
+#include <m0/log.hpp>
+
+#include "scheduler/listen_socket.hpp"
+#include "scheduler/worker_listeners.hpp"
+
+namespace m0 {
+
+namespace {
+
+constexpr unsigned max_workers = 256;
+// After the drain deadline, how long force-closed workers get to return
+// before they are detached and reported.
+constexpr std::chrono::milliseconds exit_grace{2000};
+
+enum phase : int { serving = 0, draining = 1, force_closing = 2 };
+
+class post_waker final : public reactor_waker {
+public:
+    explicit post_waker(boost::asio::io_context& io) : io_(io) {}
+    // A posted handler is sticky: if the reactor is not blocked yet, its next
+    // run_one() returns at once, so a wake can never be lost.
+    void wake() noexcept override { boost::asio::post(io_, [] {}); }
+
+private:
+    boost::asio::io_context& io_;
+};
+
+}  // namespace
+
+listener_strategy effective_listener_strategy(listener_strategy configured) {
+    const char* env = std::getenv("M0_REUSEPORT_WORKERS");
+    if (env && std::string_view(env) == "0") return listener_strategy::shared;
+    return configured;
+}
+
+// Everything workers and the stopper share. Heap-allocated and owned by
+// shared_ptr so a detached worker can never outlive it.
+struct scheduler::shared_state {
+    std::atomic<bool> stop{false};
+    std::atomic<int> phase{serving};
+    std::mutex mutex;
+    std::condition_variable changed;  // a worker started or finished
+    // Guards posting wakes against the io_contexts being freed, so a hard
+    // stop may be requested from another thread while drain() runs.
+    std::mutex io_mutex;
+    bool ios_alive = true;
+};
+
+struct scheduler::worker {
+    unsigned index = 0;
+    // Heap-allocated so that a worker that never returns can be leaked
+    // (detached) instead of freed under its feet.
+    boost::asio::io_context* io = nullptr;
+    std::unique_ptr<post_waker> waker;
+    std::unique_ptr<executor_lane> lane;
+    std::vector<std::unique_ptr<worker_listener>> listeners;
+    worker_stats stats;
+    worker_context ctx;
+    std::thread thread;
+    std::atomic<bool> started{false};   // start_worker returned (or threw)
+    std::atomic<bool> finished{false};  // loop over, about to return
+    std::atomic<bool> crashed{false};
+    std::string error;                  // written before finished is set
+    std::uint64_t connections_at_drain = 0;
+    std::uint64_t in_flight_at_deadline = 0;
+    bool timed_out = false;
+    bool detached = false;
+};
+
+scheduler::scheduler(frontend& fe, executor& ex, scheduler_options options)
+    : frontend_(fe), executor_(ex), options_(std::move(options)), state_(std::make_shared<shared_state>()) {
+    if (options_.workers < 1 || options_.workers > max_workers) {
+        throw std::invalid_argument("server.threads must be between 1 and " + std::to_string(max_workers) +
+                                    ", got " + std::to_string(options_.workers));
+    }
+    if (options_.addresses.empty()) throw std::invalid_argument("no listen address given");
+}
+
+scheduler::~scheduler() {
+    if (started_ && !finished_) shutdown();
+    // A detached worker's thread may still reference its own state.
+    for (auto& w : workers_)
+        if (w->detached) (void)w.release();
+}
+
+unsigned scheduler::worker_count() const { return options_.workers; }
+
+void scheduler::start() {
+    if (started_) throw std::logic_error("scheduler already started");
+    started_ = true;
+    auto strategy = effective_listener_strategy(options_.listener);
+    if (frontend_.needs_per_worker_listeners()) strategy = listener_strategy::reuseport;
+    bool exclusive = strategy == listener_strategy::shared && epoll_exclusive_supported();
+    if (strategy == listener_strategy::shared && !exclusive)
+        log::warning("EPOLLEXCLUSIVE is not supported by this kernel: shared listener wakes every worker");
+
+    try {
+        auto addresses = options_.addresses;
+        if (strategy == listener_strategy::shared) {
+            for (auto& a : addresses) {
+                int fd = open_listen_socket(a, false, options_.backlog);
+                shared_fds_.push_back(fd);
+                sockaddr_storage ss{};
+                socklen_t len = sizeof ss;
+                ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+                boost::asio::ip::tcp::endpoint bound;
+                std::memcpy(bound.data(), &ss, len);
+                bound.resize(len);
+                bound_.push_back(bound);
+            }
+        }
+        for (unsigned i = 0; i < options_.workers; ++i) {
+            auto w = std::make_unique<worker>();
+            w->index = i;
+            w->io = new boost::asio::io_context(1);
+            w->waker = std::make_unique<post_waker>(*w->io);
+            w->lane = executor_.make_lane(*w->waker);
+            for (std::size_t a = 0; a < addresses.size(); ++a) {
+                if (strategy == listener_strategy::reuseport) {
+                    // Bound serially; a port 0 is resolved by the first worker
+                    // and reused by the others so they share one address.
+                    int fd = open_listen_socket(addresses[a], true, options_.backlog);
+                    w->listeners.push_back(make_reuseport_listener(*w->io, fd));
+                    if (i == 0) {
+                        bound_.push_back(w->listeners.back()->local_endpoint());
+                        addresses[a] = bound_.back();
+                    }
+                } else {
+                    w->listeners.push_back(make_shared_listener(*w->io, shared_fds_[a], exclusive));
+                }
+            }
+            auto& ctx = w->ctx;
+            ctx.index = i;
+            ctx.worker_count = options_.workers;
+            ctx.io = w->io;
+            for (auto& l : w->listeners) ctx.listeners.push_back(l.get());
+            ctx.stop_flag = &state_->stop;
+            ctx.lane = w->lane.get();
+            ctx.stats = &w->stats;
+            ctx.limits = &options_.limits;
+            workers_.push_back(std::move(w));
+        }
+        for (auto& w : workers_) {
+            worker* raw = w.get();
+            w->thread = std::thread([this, raw] { run_worker(*raw); });
+        }
+        // Wait until every worker has set up its frontend: a frontend that
+        // cannot start is a start-up error, not a crash found later.
+        std::unique_lock lock(state_->mutex);
+        state_->changed.wait(lock, [&] {
+            for (auto& w : workers_)
+                if (!w->started.load(std::memory_order_acquire)) return false;
+            return true;
+        });
+        for (auto& w : workers_) {
+            if (w->crashed.load(std::memory_order_acquire)) {
+                throw std::runtime_error("worker " + std::to_string(w->index) + " failed to start: " + w->error);
+            }
+        }
+    } catch (...) {
+        stop_and_join_all();
+        throw;
+    }
+}
+
+void scheduler::run_worker(worker& w) {
+    char name[16];
+    std::snprintf(name, sizeof name, "m0-worker-%u", w.index);
+    pthread_setname_np(pthread_self(), name);
+    if (options_.pin_cores) {
+        unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(w.index % cpus, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    }
+
+    auto& io = *w.io;
+    auto& lane = *w.lane;
+    auto& state = *state_;
+    auto guard = boost::asio::make_work_guard(io);
+    auto notify = [&] {
+        std::lock_guard lock(state.mutex);
+        state.changed.notify_all();
+    };
+
+    try {
+        frontend_.start_worker(w.ctx);
+    } catch (const std::exception& e) {
+        w.error = e.what();
+        w.crashed.store(true, std::memory_order_release);
+    }
+    w.started.store(true, std::memory_order_release);
+    notify();
+
+    int seen = serving;
+    if (!w.crashed.load(std::memory_order_acquire)) {
+        try {
+            for (;;) {
+                if (state.stop.load(std::memory_order_acquire)) break;
+                int phase = state.phase.load(std::memory_order_acquire);
+                if (phase != seen) {
+                    if (seen < draining && phase >= draining) {
+                        w.connections_at_drain = w.stats.live_connections.load(std::memory_order_relaxed);
+                        for (auto& l : w.listeners) l->cancel();
+                        if (w.ctx.on_drain) w.ctx.on_drain();
+                    }
+                    if (seen < force_closing && phase >= force_closing) {
+                        w.in_flight_at_deadline = w.stats.in_flight.load(std::memory_order_relaxed);
+                        w.timed_out = w.stats.live_connections.load(std::memory_order_relaxed) > 0 ||
+                                      w.in_flight_at_deadline > 0 || lane.jobs_in_flight() > 0;
+                        if (w.ctx.on_force_close) w.ctx.on_force_close();
+                    }
+                    seen = phase;
+                }
+                if (seen >= draining && w.stats.live_connections.load(std::memory_order_relaxed) == 0 &&
+                    w.stats.in_flight.load(std::memory_order_relaxed) == 0 && lane.jobs_in_flight() == 0)
+                    break;
+                std::size_t ran = io.poll();
+                ran += lane.poll_completions();
+                lane.on_reactor_pass();
+                if (ran == 0 && lane.prepare_to_wait()) {
+                    io.run_one();
+                    lane.finished_waiting();
+                }
+            }
+        } catch (const std::exception& e) {
+            w.error = e.what();
+            w.crashed.store(true, std::memory_order_release);
+            log::error("worker " + std::to_string(w.index) + " crashed: " + w.error);
+        }
+        // A dead worker's reuseport socket would keep receiving its share of
+        // connections; refuse them so the kernel sends them elsewhere.
+        // Its open connections would hang until exit: close them too.
+        if (w.crashed.load(std::memory_order_acquire)) {
+            for (auto& l : w.listeners) l->cancel();
+            try {
+                if (w.ctx.on_force_close) w.ctx.on_force_close();
+            } catch (const std::exception& e) {
+                log::error("worker " + std::to_string(w.index) + ": closing after the crash failed: " + e.what());
+            }
+        }
+    }
+    try {
+        frontend_.stop_worker(w.ctx);
+    } catch (const std::exception& e) {
+        log::error("worker " + std::to_string(w.index) + ": stop_worker failed: " + e.what());
+    }
+    // Thread hooks of an inline lane run on this thread; keep a lane with
+    // jobs still out (a hard stop) rather than free what they will touch.
+    if (lane.jobs_in_flight() == 0) w.lane.reset();
+    w.finished.store(true, std::memory_order_release);
+    notify();
+}
+
+std::vector<worker_report> scheduler::drain(std::chrono::milliseconds timeout) {
+    if (finished_ || !started_) return reports_;
+    drain_running_.store(true, std::memory_order_release);
+    auto& state = *state_;
+    auto wake_all = [&] {
+        for (auto& w : workers_)
+            if (!w->detached) boost::asio::post(*w->io, [] {});
+    };
+    auto wait_all_until = [&](std::chrono::steady_clock::time_point deadline) {
+        std::unique_lock lock(state.mutex);
+        return state.changed.wait_until(lock, deadline, [&] {
+            for (auto& w : workers_)
+                if (!w->finished.load(std::memory_order_acquire)) return false;
+            return true;
+        });
+    };
+
+    bool all_done = false;
+    if (timeout > std::chrono::milliseconds::zero()) {
+        state.phase.store(draining, std::memory_order_release);
+        wake_all();
+        all_done = wait_all_until(std::chrono::steady_clock::now() + timeout);
+    }
+    if (!all_done) {
+        state.phase.store(force_closing, std::memory_order_release);
+        wake_all();
+        all_done = wait_all_until(std::chrono::steady_clock::now() + exit_grace);
+        state.stop.store(true, std::memory_order_release);
+        wake_all();
+        if (!all_done) all_done = wait_all_until(std::chrono::steady_clock::now() + exit_grace);
+    }
+    state.stop.store(true, std::memory_order_release);
+    stop_and_join_all();
+
+    reports_.clear();
+    for (auto& w : workers_) {
+        worker_report r;
+        r.index = w->index;
+        r.connections_at_drain = w->connections_at_drain;
+        r.force_closed = w->stats.force_closed.load();
+        r.drained = r.connections_at_drain > r.force_closed ? r.connections_at_drain - r.force_closed : 0;
+        r.in_flight_at_deadline = w->in_flight_at_deadline;
+        r.accepted = w->stats.accepted.load();
+        r.requests = w->stats.requests.load();
+        r.timed_out = w->timed_out || w->detached;
+        r.crashed = w->crashed.load();
+        r.detached = w->detached;
+        r.error = w->detached ? std::string() : w->error;
+        reports_.push_back(std::move(r));
+    }
+    drain_running_.store(false, std::memory_order_release);
+    return reports_;
+}
+
+void scheduler::shutdown() {
+    if (drain_running_.load(std::memory_order_acquire)) {
+        // drain() is waiting on another thread: turn it into a hard stop.
+        state_->phase.store(force_closing, std::memory_order_release);
+        state_->stop.store(true, std::memory_order_release);
+        std::lock_guard lock(state_->io_mutex);
+        if (state_->ios_alive)
+            for (auto& w : workers_)
+                if (w->io && !w->detached) boost::asio::post(*w->io, [] {});
+        return;
+    }
+    if (finished_ || !started_) return;
+    drain(std::chrono::milliseconds::zero());
+}
+
+void scheduler::stop_and_join_all() {
+    state_->stop.store(true, std::memory_order_release);
+    for (auto& w : workers_) {
+        if (!w->thread.joinable()) continue;
+        if (w->finished.load(std::memory_order_acquire) || !w->started.load(std::memory_order_acquire)) {
+            boost::asio::post(*w->io, [] {});
+            w->thread.join();
+        } else {
+            boost::asio::post(*w->io, [] {});
+            std::unique_lock lock(state_->mutex);
+            bool done = state_->changed.wait_for(lock, exit_grace, [&] { return w->finished.load(std::memory_order_acquire); });
+            lock.unlock();
+            if (done) {
+                w->thread.join();
+            } else {
+                // It will not return: leak what it may still use.
+                log::error("worker " + std::to_string(w->index) + " did not stop in time; detached");
+                w->detached = true;
+                w->thread.detach();
+                (void)new std::vector<std::unique_ptr<worker_listener>>(std::move(w->listeners));
+                (void)w->lane.release();
+                (void)w->waker.release();
+            }
+        }
+    }
+    // Workers are joined: now each listener is closed exactly once.
+    for (auto& w : workers_) {
+        if (w->detached) continue;
+        // Frontend state held by the drain hooks owns sockets of this
+        // worker's io_context: release it while the io_context still exists.
+        w->ctx.on_drain = nullptr;
+        w->ctx.on_force_close = nullptr;
+        w->listeners.clear();
+        w->lane.reset();
+    }
+    std::lock_guard lock(state_->io_mutex);
+    state_->ios_alive = false;
+    for (auto& w : workers_) {
+        if (w->detached) continue;
+        delete w->io;
+        w->io = nullptr;
+    }
+    for (int fd : shared_fds_) ::close(fd);
+    shared_fds_.clear();
+    finished_ = true;
+}
+
+unsigned scheduler::crashed_worker_count() const {
+    unsigned n = 0;
+    for (auto& w : workers_) n += w->crashed.load(std::memory_order_acquire) ? 1 : 0;
+    return n;
+}
+
+bool scheduler::is_running(unsigned i) const {
+    if (i >= workers_.size()) return false;
+    auto& w = *workers_[i];
+    return w.started.load(std::memory_order_acquire) && !w.finished.load(std::memory_order_acquire) &&
+           !w.crashed.load(std::memory_order_acquire);
+}
+
+const worker_stats& scheduler::stats(unsigned i) const { return workers_.at(i)->stats; }
+
+std::vector<boost::asio::ip::tcp::endpoint> scheduler::local_endpoints() const { return bound_; }
+
+}  // namespace m0

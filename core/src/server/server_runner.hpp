@@ -1,0 +1,24 @@
+#pragma once
+// Composition of one m0 process: config → plugins → frontend + executor →
+// scheduler → signals → drain → report. Kept out of main() so it is testable.
+#include <string>
+#include <vector>
+
+#include <m0/api.hpp>
+
+namespace m0 {
+
+struct run_options {
+    std::string config_file;          // empty: defaults only
+    std::vector<std::string> sets;    // "key.path=value", applied in order
+    bool check_only = false;          // validate, print the effective config, exit
+};
+
+// Serves until SIGTERM/SIGINT; returns the process exit code. Config and
+// plugin errors are printed to stderr and give exit code 2; nothing starts.
+M0_INTERNAL_API int run_server(const run_options& options);
+
+// `m0 plugins`: every plugin found, with its ABI and build signature.
+M0_INTERNAL_API int list_plugins(const run_options& options);
+
+}  // namespace m0
