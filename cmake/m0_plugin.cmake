@@ -19,11 +19,8 @@ function(m0_add_plugin target)
     OUTPUT_NAME "m0-${P_KIND}-${P_NAME}"
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON)
-  if(TARGET m0::core)
-    target_link_libraries(${target} PRIVATE m0::core ${P_LIBRARIES})
-  else()
-    target_link_libraries(${target} PRIVATE m0core ${P_LIBRARIES})
-  endif()
+  # m0::core: the in-tree alias, or the target find_package(m0) imports.
+  target_link_libraries(${target} PRIVATE m0::core ${P_LIBRARIES})
   if(DEFINED M0_PLUGIN_OUTPUT_DIR)
     set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${M0_PLUGIN_OUTPUT_DIR})
   endif()

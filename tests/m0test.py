@@ -75,11 +75,11 @@ class Server:
         except OSError:
             return ""
 
-    def signal(self, sig):
+    def send_signal(self, sig):
         self.proc.send_signal(sig)
 
     def stop(self, sig=signal.SIGTERM, timeout=30.0):
-        """Sends `sig` and waits; returns the exit code."""
+        """Sends `sig` (SIGTERM by default) and waits; returns the exit code."""
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:

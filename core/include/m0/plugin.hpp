@@ -26,7 +26,7 @@ inline constexpr const char* plugin_symbol_name = "m0_plugin_descriptor";
 
 enum class plugin_kind : std::uint32_t { frontend = 1, executor = 2 };
 
-const char* to_string(plugin_kind kind) noexcept;
+M0_API const char* to_string(plugin_kind kind) noexcept;
 
 struct plugin_descriptor {
     std::uint32_t magic;

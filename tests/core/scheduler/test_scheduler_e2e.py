@@ -1,0 +1,148 @@
+"""The scheduler as a user sees it through a running m0: signals, drain, listener strategies."""
+import signal
+import socket
+import threading
+import time
+
+import pytest
+
+import m0test
+
+CONFIG = """
+server:
+  drain_timeout: 20s
+frontend:
+  type: http
+  routes:
+    - {path: /hello, body: "Hello, World!"}
+    - {path: /slow, body: "slow done", delay: 1s}
+    - {path: /slower, body: "slower done", delay: 300ms}
+    - {path: /forever, body: "never", delay: 60s}
+"""
+
+
+def test_sigterm_during_a_slow_request_delivers_it_and_exits_0(m0_server):
+    server = m0_server(CONFIG)
+    with server.connect() as s:
+        s.sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.3)
+        server.send_signal(signal.SIGTERM)
+        resp = m0test.ResponseReader(s, timeout=10).read()
+    assert resp.status == 200 and resp.body == b"slow done"
+    # The connection is closed after the drained response, not kept alive.
+    assert resp.header("Connection") == "close"
+    assert server.stop() == 0
+    assert "drained 1" in server.output()
+
+
+def test_idle_keepalive_connections_do_not_delay_shutdown(m0_server):
+    server = m0_server(CONFIG, threads=2)
+    idle = []
+    for _ in range(10):
+        s = server.connect()
+        s.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert m0test.ResponseReader(s).read().status == 200
+        idle.append(s)
+    started = time.monotonic()
+    # drain_timeout is 20 s: finishing well inside it means idle connections were closed at once.
+    assert server.stop(timeout=15) == 0
+    assert time.monotonic() - started < 15
+    for s in idle:
+        assert m0test.recv_until_closed(s, timeout=2) == b""
+        s.close()
+
+
+def test_second_signal_stops_at_once_and_reports_force_closed(m0_server):
+    server = m0_server(CONFIG)
+    s = server.connect()
+    s.sendall(b"GET /forever HTTP/1.1\r\nHost: x\r\n\r\n")
+    time.sleep(0.3)
+    server.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    assert server.proc.poll() is None, "a request in flight must hold the drain"
+    assert server.stop(signal.SIGTERM, timeout=15) == 0
+    assert "force-closed 1" in server.output()
+    s.close()
+
+
+def test_new_connections_after_stop_are_refused(m0_server):
+    server = m0_server(CONFIG)
+    port = server.port
+    assert server.stop() == 0
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+def _client_loop(port, stop, results):
+    """Keep-alive client: sends requests until told to stop or the server goes away.
+    Records ("complete", status) per response, or ("truncated", n) when the connection
+    died after part of a response arrived."""
+    while not stop.is_set():
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        except OSError:
+            results.append(("refused", 0))
+            return
+        with s:
+            reader = m0test.ResponseReader(s, timeout=10)
+            for i in range(50):
+                path = b"/slower" if i % 10 == 0 else b"/hello"
+                try:
+                    s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+                except OSError:
+                    break
+                before = len(reader.buf)
+                try:
+                    resp = reader.read()
+                except (EOFError, OSError):
+                    # Closed before any byte of this response: not started, fine.
+                    results.append(("truncated", len(reader.buf)) if len(reader.buf) > before else ("closed", 0))
+                    break
+                expected = b"slower done" if path == b"/slower" else b"Hello, World!"
+                results.append(("complete", resp.status) if resp.body == expected else ("truncated", len(resp.body)))
+                if resp.header("Connection") == "close":
+                    break
+
+
+def test_drain_under_load_never_truncates_a_started_response(m0_server):
+    server = m0_server(CONFIG, threads=2)
+    stop = threading.Event()
+    results = []
+    clients = [threading.Thread(target=_client_loop, args=(server.port, stop, results)) for _ in range(4)]
+    for c in clients:
+        c.start()
+    time.sleep(1.0)
+    assert server.stop(timeout=30) == 0
+    stop.set()
+    for c in clients:
+        c.join(timeout=30)
+    kinds = [k for k, _ in results]
+    assert kinds.count("complete") > 20
+    assert "truncated" not in kinds, results
+    assert all(status == 200 for k, status in results if k == "complete")
+
+
+@pytest.mark.parametrize("how", ["config", "env"])
+def test_shared_listener_serves(m0_server, how):
+    if how == "config":
+        server = m0_server(CONFIG, "--set", "server.listener=shared", threads=2)
+    else:
+        server = m0_server(CONFIG, threads=2, env={"M0_REUSEPORT_WORKERS": "0"})
+    for _ in range(20):
+        assert m0test.request(server.port, path="/hello").body == b"Hello, World!"
+    assert server.stop() == 0
+
+
+def test_several_addresses_each_serve(m0_server):
+    other = m0test.free_port()
+    server = m0_server(CONFIG, "--listen", f"127.0.0.1:{other}", threads=2)
+    for port in (server.port, other):
+        assert m0test.request(port, path="/hello").body == b"Hello, World!"
+    assert server.stop() == 0
+
+
+@pytest.mark.parametrize("threads", ["0", "257"])
+def test_worker_count_out_of_range_is_a_clear_error(threads):
+    r = m0test.run_m0("--config", "configs/hello.yaml", "--threads", threads, "--check")
+    assert r.returncode == 2
+    assert "server.threads" in r.stderr and "256" in r.stderr

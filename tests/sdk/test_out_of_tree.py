@@ -1,0 +1,107 @@
+"""The installable SDK: `cmake --install` gives a prefix from which
+examples/hello-plugin builds out of tree with find_package(m0); m0 then
+lists the plugin, loads it and serves with it."""
+import glob
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import m0test  # noqa: E402
+
+CMAKE = os.environ.get("M0_CMAKE", "cmake")
+EXAMPLE_DIR = os.path.join(m0test.SOURCE_DIR, "examples", "hello-plugin")
+
+
+def run(cmd, **kwargs):
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kwargs)
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def sdk(tmp_path_factory):
+    """Installs the SDK into a fresh prefix and builds the example against it."""
+    root = tmp_path_factory.mktemp("sdk")
+    prefix = root / "prefix"
+    run([CMAKE, "--install", m0test.BUILD_DIR, "--prefix", str(prefix)])
+
+    build = root / "hello-build"
+    configure = [CMAKE, "-S", EXAMPLE_DIR, "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                 f"-DCMAKE_PREFIX_PATH={prefix}"]
+    # The same compiler as m0, or the loader refuses the build signature.
+    if os.environ.get("M0_CXX_COMPILER"):
+        configure.append(f"-DCMAKE_CXX_COMPILER={os.environ['M0_CXX_COMPILER']}")
+    if os.environ.get("M0_CMAKE_GENERATOR"):
+        configure += ["-G", os.environ["M0_CMAKE_GENERATOR"]]
+    if os.environ.get("M0_CMAKE_MAKE_PROGRAM"):
+        configure.append(f"-DCMAKE_MAKE_PROGRAM={os.environ['M0_CMAKE_MAKE_PROGRAM']}")
+    run(configure)
+    run([CMAKE, "--build", str(build)])
+    return {"prefix": prefix, "build": build, "plugin": build / "m0-frontend-hello.so"}
+
+
+def test_sdk_installs_headers_library_and_package(sdk):
+    prefix = sdk["prefix"]
+    assert (prefix / "include" / "m0" / "plugin.hpp").is_file()
+    assert glob.glob(str(prefix / "lib*" / "libm0core.so*"))
+    assert glob.glob(str(prefix / "lib*" / "cmake" / "m0" / "m0Config.cmake"))
+    # The installed m0 runs from the prefix (its RPATH finds the installed core).
+    version = run([str(prefix / "bin" / "m0"), "--version"])
+    assert "0.1" in version.stdout + version.stderr
+
+
+def test_example_builds_out_of_tree_against_the_installed_package(sdk):
+    assert sdk["plugin"].is_file()
+    # find_package(m0) resolved to the installed prefix, not to the build tree.
+    cache = (sdk["build"] / "CMakeCache.txt").read_text()
+    m0_dir = next(line.split("=", 1)[1] for line in cache.splitlines() if line.startswith("m0_DIR:"))
+    assert m0_dir.startswith(str(sdk["prefix"])), m0_dir
+
+
+def test_m0_plugins_lists_it(sdk):
+    out = m0test.run_m0("plugins", env={"M0_PLUGIN_PATH": str(sdk["build"])})
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = [line for line in out.stdout.splitlines() if str(sdk["plugin"]) in line]
+    assert len(lines) == 1, out.stdout
+    assert "hello" in lines[0] and "frontend" in lines[0]
+    assert "refused" not in lines[0].lower()
+
+
+def test_installed_m0_finds_the_installed_plugin_without_a_path(sdk):
+    # m0_add_plugin's install rule puts it in <prefix>/lib/m0/plugins, which
+    # the installed bin/m0 searches by default.
+    run([CMAKE, "--install", str(sdk["build"]), "--prefix", str(sdk["prefix"])])
+    env = {k: v for k, v in os.environ.items() if k != "M0_PLUGIN_PATH"}
+    out = run([str(sdk["prefix"] / "bin" / "m0"), "plugins"], env=env, cwd=str(sdk["prefix"]))
+    lines = [line for line in out.stdout.splitlines() if "m0-frontend-hello.so" in line]
+    assert len(lines) == 1, out.stdout
+    assert str(sdk["prefix"]) in lines[0] and "refused" not in lines[0].lower()
+
+
+def serve_and_get(sdk, frontend_yaml, path):
+    config = f"plugins:\n  path: [{sdk['build']}]\nfrontend:\n  type: hello\n{frontend_yaml}"
+    server = m0test.Server(config)
+    try:
+        server.start()
+        resp = m0test.request(server.port, "GET", path)
+        code = server.stop(signal.SIGTERM)
+    finally:
+        server.kill()
+    assert code == 0, server.output()
+    return resp
+
+
+def test_m0_serves_with_the_out_of_tree_plugin(sdk):
+    resp = serve_and_get(sdk, '  body: "Hi from out of tree\\n"\n', "/anything?x=1")
+    assert resp.status == 200
+    assert resp.body == b"Hi from out of tree\n"
+
+
+def test_body_defaults_when_not_configured(sdk):
+    resp = serve_and_get(sdk, "", "/")
+    assert resp.status == 200
+    assert resp.body == b"Hello from a plugin!\n"
