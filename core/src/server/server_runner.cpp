@@ -69,6 +69,8 @@ deployment build_deployment(const run_options& options) {
     if (!d.fe) throw std::runtime_error("frontend plugin '" + d.cfg.frontend_type + "' returned no frontend");
 
     std::string executor_type = d.cfg.executor_type.empty() ? d.fe->default_executor() : d.cfg.executor_type;
+    // Records the frontend's default as effective, so --check shows which executor runs.
+    (void)root.child("executor").string("type", executor_type);
     if (executor_type == "inline") {
         d.ex = make_inline_executor();
     } else {
