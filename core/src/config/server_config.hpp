@@ -1,0 +1,44 @@
+#pragma once
+// The core's own configuration sections (server, plugins, log, http and the
+// `type` of frontend/executor) as validated plain data.
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <m0/api.hpp>
+#include <m0/config.hpp>
+#include <m0/http_limits.hpp>
+
+namespace m0 {
+
+struct listen_address {
+    std::string text;
+    boost::asio::ip::tcp::endpoint endpoint;
+};
+
+struct server_config {
+    std::vector<listen_address> listen;     // server.listen: list (or one string) of "host:port", "[v6]:port"; default ["127.0.0.1:8000"]; host must be an IP literal or "localhost"
+    unsigned threads = 0;                   // server.threads: 1..256, default std::thread::hardware_concurrency()
+    std::string listener = "reuseport";     // server.listener: reuseport | shared
+    bool pin_cores = true;                  // server.pin_cores
+    std::chrono::milliseconds drain_timeout{30000};  // server.drain_timeout
+    std::vector<std::string> plugin_paths;  // plugins.path: extra search dirs, relative to the config file's dir
+    std::string frontend_type;              // frontend.type (required when a frontend section exists; default "http")
+    std::string executor_type;              // executor.type; empty = the frontend's default
+    http_limits http;                       // http.* — every field of m0/http_limits.hpp, same names, durations/sizes via duration()/byte_size()
+    std::string log_level = "info";         // log.level: debug|info|warning|error
+};
+
+// Validates the core's own sections and refuses unknown top-level keys.
+// Known top-level sections: server, plugins, frontend, executor, http, python, log, realtime.
+// `frontend` and `executor` hold plugin keys too: only `type` is read here
+// (plugins validate the rest). In `executor`, besides `type`, only a subsection
+// named after the chosen executor is allowed (executor.pool.* when type is pool).
+M0_API server_config parse_server_config(const config_node& root);
+
+// "127.0.0.1:8000", "[::1]:9000", "localhost:80" -> endpoint; throws config_error via `at`.
+M0_API boost::asio::ip::tcp::endpoint parse_listen_address(const std::string& text, const config_node& at);
+
+}  // namespace m0
