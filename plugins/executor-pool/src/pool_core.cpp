@@ -1,0 +1,333 @@
+#include "pool_core.hpp"
+
+#include <pthread.h>
+
+#include <stdexcept>
+#include <string>
+
+#include <m0/log.hpp>
+
+namespace m0::pool {
+
+namespace {
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#endif
+}
+
+// Every announce/re-check pair is a Dekker handshake, made of seq_cst
+// read-modify-writes on the announcement word rather than fences: an RMW
+// reads the latest value in that word's modification order, so either the
+// pusher's RMW reads the announcement, or the announcer's RMW reads from the
+// pusher's and synchronises with it, and its re-check then sees the push.
+// (ThreadSanitizer models RMWs; it does not model fences.)
+
+}  // namespace
+
+const char* to_string(ring_kind kind) noexcept {
+    switch (kind) {
+    case ring_kind::vyukov: return "vyukov";
+    case ring_kind::lockfree: return "lockfree";
+    case ring_kind::none: return "none";
+    }
+    return "?";
+}
+
+lane_state::lane_state(pool_core& c, reactor_waker& w)
+    : core(c),
+      waker(w),
+      jobs(make_entry_ring<job*>(c.options().ring, c.options().ring_capacity)),
+      completions(make_entry_ring<completion_entry>(c.options().ring, c.options().ring_capacity)) {}
+
+// The port a running job posts partial results through.
+struct lane_port final : completion_port {
+    explicit lane_port(lane_state& l) : lane(l) {}
+    void post(std::unique_ptr<reactor_task> task) override {
+        lane.core.push_completion(lane, {task.release(), completion_entry::task});
+    }
+    lane_state& lane;
+};
+
+pool_core::pool_core(pool_options options) : options_(options) {
+    if (options_.threads < 1 || options_.max_threads < options_.threads ||
+        options_.max_threads > max_pool_threads)
+        throw std::invalid_argument("pool: need 1 <= threads <= max_threads <= 256");
+    slots_.reserve(options_.max_threads);
+    for (unsigned i = 0; i < options_.max_threads; ++i) slots_.push_back(std::make_unique<slot>());
+}
+
+pool_core::~pool_core() { stop(); }
+
+void pool_core::add_thread_hooks(thread_hooks hooks) {
+    std::lock_guard lock(threads_mutex_);
+    if (started_) throw std::logic_error("pool: thread hooks must be added before start()");
+    hooks_.push_back(std::move(hooks));
+}
+
+void pool_core::start() {
+    std::lock_guard lock(threads_mutex_);
+    if (started_) return;
+    started_ = true;
+    for (unsigned i = 0; i < options_.threads; ++i) spawn_locked();
+}
+
+std::shared_ptr<lane_state> pool_core::add_lane(reactor_waker& waker) {
+    auto lane = std::make_shared<lane_state>(*this, waker);
+    std::lock_guard lock(threads_mutex_);
+    const std::size_t index = lane_count_.load();
+    if (index >= max_lanes) throw std::length_error("pool: more than 256 lanes");
+    lane_owners_.push_back(lane);
+    lanes_[index].store(lane.get(), std::memory_order_release);
+    lane_count_.store(index + 1, std::memory_order_release);
+    return lane;
+}
+
+void pool_core::stop() {
+    std::vector<std::thread> to_join;
+    {
+        std::lock_guard lock(threads_mutex_);
+        if (stopped_) return;
+        stopped_ = true;
+        stopping_.store(true, std::memory_order_seq_cst);
+        for (auto& s : slots_)
+            if (s->thread.joinable()) to_join.push_back(std::move(s->thread));
+    }
+    // After stopping_ is set, a thread either sees it before parking or is
+    // parked and seen here; the `none` pool's threads each take one token.
+    parked_.fetch_add(0);  // stopping_ → read who is parked
+    wake_all();
+    if (!ring_mode())
+        for (std::size_t i = 0; i < to_join.size(); ++i) job_semaphore_.signal();
+    for (auto& t : to_join) t.join();
+    // Reactors cancel what is left on their rings; make them look.
+    const std::size_t lanes = lane_count_.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < lanes; ++i) {
+        lane_state* lane = lanes_[i].load(std::memory_order_acquire);
+        if (lane && !lane->closed.load()) lane->waker.wake();
+    }
+}
+
+void pool_core::spawn_locked() {
+    for (unsigned i = 0; i < slots_.size(); ++i) {
+        slot& s = *slots_[i];
+        if (s.thread.joinable()) {
+            if (!s.exited.load(std::memory_order_acquire)) continue;
+            s.thread.join();  // retired after an idle timeout; reuse its slot
+        }
+        s.exited.store(false);
+        s.retired = false;
+        s.state.store(running);
+        live_.fetch_add(1);
+        idle_.fetch_add(1);  // idle until it takes a job, so nobody spawns a twin
+        s.thread = std::thread([this, i] { thread_main(i); });
+        return;
+    }
+}
+
+void pool_core::maybe_grow() {
+    if (live_.load() >= options_.max_threads || idle_.load() != 0 || stopping()) return;
+    std::lock_guard lock(threads_mutex_);
+    if (!started_ || stopping() || live_.load() >= options_.max_threads || idle_.load() != 0) return;
+    spawn_locked();
+}
+
+bool pool_core::wake_one() noexcept {
+    const unsigned n = static_cast<unsigned>(slots_.size());
+    const unsigned start = wake_cursor_.fetch_add(1, std::memory_order_relaxed);
+    for (unsigned k = 0; k < n; ++k) {
+        slot& s = *slots_[(start + k) % n];
+        int expected = parked;
+        if (s.state.load() == parked && s.state.compare_exchange_strong(expected, woken)) {
+            parked_.fetch_sub(1);
+            s.wake.signal();
+            return true;
+        }
+    }
+    return false;
+}
+
+void pool_core::wake_all() noexcept {
+    while (wake_one()) {
+    }
+}
+
+void pool_core::on_job_pushed() {
+    if (!ring_mode()) {
+        job_semaphore_.signal();
+        return;
+    }
+    if (parked_.fetch_add(0) > 0) {  // push → read the parked count
+        if (wake_one()) return;
+    }
+    if (idle_.load() == 0) maybe_grow();
+}
+
+void pool_core::on_stalled_lane() {
+    if (parked_.load() > 0 && wake_one()) return;
+    maybe_grow();
+}
+
+void pool_core::push_completion(lane_state& lane, completion_entry entry) noexcept {
+    if (lane.overflow_mode.load() || !lane.completions->try_push(entry)) {
+        std::lock_guard lock(lane.overflow_mutex);
+        // Re-checked under the lock: the reactor clears the mode only after
+        // taking the list, and then the ring is the right place again.
+        if (lane.overflow_mode.load() || !lane.completions->try_push(entry)) {
+            lane.completion_overflow.push_back(entry);
+            lane.overflow_mode.store(true);
+        }
+    }
+    if (!ring_mode()) {
+        lane.waker.wake();  // control arm: every crossing is a syscall
+        return;
+    }
+    if (lane.reactor_waiting.exchange(false)) lane.waker.wake();  // push → read the announcement
+}
+
+bool pool_core::take_job(lane_state*& lane, job*& j) noexcept {
+    static thread_local std::size_t cursor = 0;
+    const std::size_t n = lane_count_.load(std::memory_order_acquire);
+    for (std::size_t k = 0; k < n; ++k) {
+        lane_state* l = lanes_[(cursor + k) % n].load(std::memory_order_acquire);
+        if (l && l->jobs->try_pop(j)) {
+            l->taken.fetch_add(1, std::memory_order_relaxed);
+            cursor = (cursor + k + 1) % n;
+            lane = l;
+            return true;
+        }
+    }
+    return false;
+}
+
+void pool_core::run_job(lane_state& lane, job* j) noexcept {
+    lane_port port(lane);
+    j->run(port);
+    push_completion(lane, {j, completion_entry::done});
+}
+
+void pool_core::window_pause() const noexcept {
+    if (options_.test_park_window.count() > 0) std::this_thread::sleep_for(options_.test_park_window);
+}
+
+bool pool_core::unpark(slot& s) noexcept {
+    int expected = parked;
+    if (s.state.compare_exchange_strong(expected, running)) {
+        parked_.fetch_sub(1);
+        return true;
+    }
+    // A waker claimed us first and is signalling: take its wake so none is
+    // left behind for a later park.
+    s.wake.wait(std::chrono::nanoseconds(-1));
+    s.state.store(running);
+    return false;
+}
+
+bool pool_core::try_retire() noexcept {
+    unsigned live = live_.load();
+    while (live > options_.threads) {
+        if (live_.compare_exchange_weak(live, live - 1)) return true;
+    }
+    return false;
+}
+
+bool pool_core::idle_ring(slot& s, lane_state*& lane, job*& j) {
+    using clock = std::chrono::steady_clock;
+    // 1. Spin: a job arriving within spin costs no syscall on either side.
+    if (options_.spin.count() > 0) {
+        const auto deadline = clock::now() + options_.spin;
+        for (unsigned round = 0;; ++round) {
+            if (stopping()) return false;
+            if (take_job(lane, j)) return true;
+            if (clock::now() >= deadline) break;
+            if (round < 2) {
+                for (int i = 0; i < 64; ++i) cpu_relax();
+            } else {
+                std::this_thread::yield();
+            }
+        }
+    }
+    for (;;) {
+        // 2. Announce, 3. re-check, 4. only then block.
+        s.state.store(parked);
+        parked_.fetch_add(1);
+        window_pause();
+        if (stopping()) {
+            unpark(s);
+            return false;
+        }
+        if (take_job(lane, j)) {
+            unpark(s);
+            return true;
+        }
+        if (s.wake.wait(options_.idle_timeout)) {
+            s.state.store(running);  // the waker moved us to `woken`
+        } else if (unpark(s) && try_retire()) {
+            s.retired = true;
+            return false;
+        }
+        if (stopping()) return false;
+        if (take_job(lane, j)) return true;
+        // Woken for a job a sibling already took: spin no more, park again.
+    }
+}
+
+bool pool_core::idle_none(slot& s, lane_state*& lane, job*& j) {
+    for (;;) {
+        if (stopping()) return false;
+        s.state.store(parked);  // observability only; wakes go through the semaphore
+        parked_.fetch_add(1);
+        const bool got = job_semaphore_.wait(options_.idle_timeout);
+        parked_.fetch_sub(1);
+        s.state.store(running);
+        if (stopping()) return false;
+        if (got) {
+            if (take_job(lane, j)) return true;
+            continue;  // its job was cancelled by a stopping reactor
+        }
+        if (try_retire()) {
+            s.retired = true;
+            return false;
+        }
+    }
+}
+
+void pool_core::thread_main(unsigned index) {
+    slot& s = *slots_[index];
+    const std::string name = "m0-pool-" + std::to_string(index);
+    pthread_setname_np(pthread_self(), name.c_str());
+    for (auto& h : hooks_)
+        if (h.on_start) h.on_start();
+
+    lane_state* lane = nullptr;
+    job* j = nullptr;
+    for (;;) {
+        bool got = !stopping() && take_job(lane, j);
+        if (!got) got = ring_mode() ? idle_ring(s, lane, j) : idle_none(s, lane, j);
+        if (!got) break;
+        idle_.fetch_sub(1);
+        if (lane->jobs->maybe_nonempty()) {
+            // Chained wake: leave no job behind a single wake (the `none`
+            // pool's semaphore already carries one wake per job); with
+            // nobody idle, grow.
+            if (ring_mode() && parked_.fetch_add(0) > 0) {
+                wake_one();
+            } else if (idle_.load() == 0) {
+                maybe_grow();
+            }
+        }
+        run_job(*lane, j);
+        idle_.fetch_add(1);
+    }
+
+    for (auto it = hooks_.rbegin(); it != hooks_.rend(); ++it)
+        if (it->on_stop) it->on_stop();
+    idle_.fetch_sub(1);
+    if (!s.retired) live_.fetch_sub(1);  // a retiring thread already gave up its place
+    s.exited.store(true, std::memory_order_release);
+}
+
+}  // namespace m0::pool

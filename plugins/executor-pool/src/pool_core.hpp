@@ -1,0 +1,137 @@
+#pragma once
+// Shared state of one pool: its threads, their wake channels, and the lanes
+// (one per reactor). Owned jointly by the executor and every lane handle, so
+// neither may outlive what it points at.
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <m0/executor.hpp>
+
+#include "entry_ring.hpp"
+#include "pool_options.hpp"
+#include "wake_channel.hpp"
+
+namespace m0::pool {
+
+class pool_core;
+
+// What travels on a completion ring: a reactor_task a job posted, or the
+// job itself once run() returned.
+struct completion_entry {
+    enum kind_t : std::uint32_t { task = 0, done = 1 };
+    void* ptr = nullptr;
+    kind_t kind = task;
+};
+
+// One reactor's end of the pool. Fields are grouped by the thread that
+// writes them; the reactor-only ones need no synchronisation.
+struct lane_state {
+    lane_state(pool_core& core, reactor_waker& waker);
+
+    pool_core& core;
+    reactor_waker& waker;
+    std::unique_ptr<entry_ring<job*>> jobs;
+    std::unique_ptr<entry_ring<completion_entry>> completions;
+
+    // Reactor thread only.
+    std::deque<job*> job_overflow;            // jobs that found the ring full, in order
+    std::optional<completion_entry> stash;    // popped by prepare_to_wait's re-check
+    std::uint64_t pushed = 0;                 // jobs put on the ring
+    std::uint64_t last_taken_seen = 0;
+    std::chrono::steady_clock::time_point stall_since{};
+    std::atomic<std::size_t> in_flight{0};    // atomic only so other threads may read it
+
+    alignas(cache_line) std::atomic<std::uint64_t> taken{0};  // jobs popped by pool threads
+
+    // Completions that found the ring full. While overflow_mode is set every
+    // completer appends here, so one job's posts never overtake each other.
+    alignas(cache_line) std::mutex overflow_mutex;
+    std::vector<completion_entry> completion_overflow;
+    std::atomic<bool> overflow_mode{false};
+
+    // "I am about to wait": raised by the reactor before blocking.
+    alignas(cache_line) std::atomic<bool> reactor_waiting{false};
+    std::atomic<bool> closed{false};  // the lane handle is gone: never wake it
+};
+
+class pool_core {
+public:
+    explicit pool_core(pool_options options);
+    ~pool_core();
+
+    const pool_options& options() const noexcept { return options_; }
+    bool ring_mode() const noexcept { return options_.ring != ring_kind::none; }
+    bool stopping() const noexcept { return stopping_.load(std::memory_order_seq_cst); }
+
+    void add_thread_hooks(thread_hooks hooks);
+    void start();
+    void stop();
+    std::shared_ptr<lane_state> add_lane(reactor_waker& waker);
+
+    // After a job was put on a lane's ring: wake a parked thread if any (one
+    // per parked thread: parked_ already excludes wakes in flight), else grow.
+    void on_job_pushed();
+    // From any pool thread: completion (or partial result) for `lane`.
+    void push_completion(lane_state& lane, completion_entry entry) noexcept;
+    // Reactor age check: the lane's head has not moved for max_job_age.
+    void on_stalled_lane();
+
+    unsigned live_threads() const noexcept { return live_.load(); }
+    unsigned parked_threads() const noexcept { return parked_.load(); }
+    unsigned idle_threads() const noexcept { return idle_.load(); }
+
+private:
+    enum slot_state : int { running = 0, parked = 1, woken = 2 };
+    struct slot {
+        wake_channel wake;
+        std::atomic<int> state{running};
+        std::atomic<bool> exited{false};
+        bool retired = false;  // its own thread only: left on an idle timeout
+        std::thread thread;
+    };
+
+    void maybe_grow();
+    void spawn_locked();
+    bool wake_one() noexcept;
+    void wake_all() noexcept;
+    void thread_main(unsigned index);
+    void run_job(lane_state& lane, job* j) noexcept;
+    bool take_job(lane_state*& lane, job*& j) noexcept;
+    // Ring idle path; returns false when the thread should exit.
+    bool idle_ring(slot& s, lane_state*& lane, job*& j);
+    bool idle_none(slot& s, lane_state*& lane, job*& j);
+    bool unpark(slot& s) noexcept;
+    bool try_retire() noexcept;
+    void window_pause() const noexcept;
+    friend struct lane_port;
+
+    const pool_options options_;
+    std::vector<thread_hooks> hooks_;
+    std::vector<std::unique_ptr<slot>> slots_;  // max_threads, fixed after construction
+
+    alignas(cache_line) std::atomic<unsigned> parked_{0};  // parked and not yet woken
+    alignas(cache_line) std::atomic<unsigned> idle_{0};    // live, not running a job
+    std::atomic<unsigned> live_{0};
+    std::atomic<bool> stopping_{false};
+    std::atomic<unsigned> wake_cursor_{0};
+
+    std::mutex threads_mutex_;  // spawning, joining, lane registration
+    bool started_ = false;
+    bool stopped_ = false;
+
+    std::array<std::atomic<lane_state*>, max_lanes> lanes_{};
+    std::atomic<std::size_t> lane_count_{0};
+    std::vector<std::shared_ptr<lane_state>> lane_owners_;
+
+    wake_channel job_semaphore_{true};  // `ring: none`: one signal per job
+};
+
+}  // namespace m0::pool

@@ -1,0 +1,157 @@
+#include "pool_lane.hpp"
+
+#include <thread>
+
+namespace m0::pool {
+
+pool_lane::pool_lane(std::shared_ptr<pool_core> core, std::shared_ptr<lane_state> state)
+    : core_(std::move(core)), lane_(std::move(state)) {}
+
+pool_lane::~pool_lane() { lane_->closed.store(true); }
+
+void pool_lane::submit(std::unique_ptr<job> j) {
+    lane_->in_flight.fetch_add(1, std::memory_order_relaxed);
+    job* raw = j.release();
+    // Backpressure: a full ring never drops a job. It waits, in order, in the
+    // lane's overflow list and moves to the ring as pool threads make room;
+    // every job on the ring ends in a completion, which wakes this reactor
+    // to move the next ones.
+    if (core_->stopping() || !lane_->job_overflow.empty() || !lane_->jobs->try_push(raw)) {
+        lane_->job_overflow.push_back(raw);
+        return;
+    }
+    ++lane_->pushed;
+    core_->on_job_pushed();
+}
+
+void pool_lane::drain_job_overflow() noexcept {
+    auto& overflow = lane_->job_overflow;
+    while (!overflow.empty() && !core_->stopping() && lane_->jobs->try_push(overflow.front())) {
+        overflow.pop_front();
+        ++lane_->pushed;
+        core_->on_job_pushed();
+    }
+}
+
+void pool_lane::finish(job* j, bool cancelled) noexcept {
+    j->complete(cancelled);
+    delete j;
+    lane_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void pool_lane::handle(const completion_entry& entry) noexcept {
+    if (entry.kind == completion_entry::done) {
+        finish(static_cast<job*>(entry.ptr), false);
+        return;
+    }
+    auto* task = static_cast<reactor_task*>(entry.ptr);
+    task->run_on_reactor();
+    delete task;
+}
+
+std::size_t pool_lane::drain_completion_overflow() noexcept {
+    std::vector<completion_entry> batch;
+    std::vector<completion_entry> spilled;
+    {
+        std::lock_guard lock(lane_->overflow_mutex);
+        // Completers now append to the list (the lock is held), so the ring
+        // only gets pushes already under way. Everything on the ring was
+        // pushed before what is on the list, so it runs first; wait for those
+        // under-way pushes to publish (a few instructions each).
+        completion_entry e;
+        for (;;) {
+            while (lane_->completions->try_pop(e)) batch.push_back(e);
+            if (!lane_->completions->maybe_nonempty()) break;
+            std::this_thread::yield();
+        }
+        spilled.swap(lane_->completion_overflow);
+        lane_->overflow_mode.store(false);
+    }
+    for (const auto& e : batch) handle(e);
+    for (const auto& e : spilled) handle(e);
+    return batch.size() + spilled.size();
+}
+
+std::size_t pool_lane::cancel_queued() noexcept {
+    std::size_t n = 0;
+    job* j = nullptr;
+    while (lane_->jobs->try_pop(j)) {
+        finish(j, true);
+        ++n;
+    }
+    while (!lane_->job_overflow.empty()) {
+        j = lane_->job_overflow.front();
+        lane_->job_overflow.pop_front();
+        finish(j, true);
+        ++n;
+    }
+    return n;
+}
+
+std::size_t pool_lane::poll_completions() {
+    std::size_t n = 0;
+    if (lane_->stash) {
+        const completion_entry e = *lane_->stash;
+        lane_->stash.reset();
+        handle(e);
+        ++n;
+    }
+    completion_entry e;
+    while (lane_->completions->try_pop(e)) {
+        handle(e);
+        ++n;
+    }
+    if (lane_->overflow_mode.load()) n += drain_completion_overflow();
+    if (core_->stopping()) {
+        n += cancel_queued();
+    } else {
+        drain_job_overflow();
+    }
+    return n;
+}
+
+bool pool_lane::prepare_to_wait() {
+    if (lane_->stash) return false;
+    if (core_->stopping() && (!lane_->job_overflow.empty() || lane_->jobs->maybe_nonempty()))
+        return false;  // queued jobs to cancel
+    // Announce, re-check, and only then let the reactor block.
+    lane_->reactor_waiting.exchange(true);  // an RMW: see pool_core.cpp
+    const auto window = core_->options().test_park_window;
+    if (window.count() > 0) std::this_thread::sleep_for(window);
+    completion_entry e;
+    if (lane_->completions->try_pop(e)) {
+        lane_->stash = e;
+    } else if (!lane_->overflow_mode.load()) {
+        return true;
+    }
+    lane_->reactor_waiting.exchange(false);
+    return false;
+}
+
+// An RMW, not a store: every write of the flag must continue the chain of
+// RMWs the completers synchronise through.
+void pool_lane::finished_waiting() { lane_->reactor_waiting.exchange(false); }
+
+void pool_lane::on_reactor_pass() {
+    if (core_->stopping()) return;
+    drain_job_overflow();
+    if (!core_->ring_mode()) return;
+    // Age check: jobs wait on the ring and none was taken for max_job_age
+    // (a wake that went astray, or every thread busy) → wake or grow.
+    const std::uint64_t taken = lane_->taken.load(std::memory_order_relaxed);
+    if (taken == lane_->pushed) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (taken != lane_->last_taken_seen) {
+        lane_->last_taken_seen = taken;
+        lane_->stall_since = now;
+        return;
+    }
+    if (now - lane_->stall_since >= core_->options().max_job_age) {
+        lane_->stall_since = now;
+        core_->on_stalled_lane();
+    }
+}
+
+std::size_t pool_lane::jobs_in_flight() const { return lane_->in_flight.load(std::memory_order_relaxed); }
+
+}  // namespace m0::pool

@@ -1,0 +1,35 @@
+#pragma once
+// The reactor's end of the pool: submits jobs, drains completions, and runs
+// the reactor half of the wake protocol.
+#include <memory>
+
+#include <m0/executor.hpp>
+
+#include "pool_core.hpp"
+
+namespace m0::pool {
+
+class pool_lane final : public executor_lane {
+public:
+    pool_lane(std::shared_ptr<pool_core> core, std::shared_ptr<lane_state> state);
+    ~pool_lane() override;
+
+    void submit(std::unique_ptr<job> j) override;
+    std::size_t poll_completions() override;
+    bool prepare_to_wait() override;
+    void finished_waiting() override;
+    void on_reactor_pass() override;
+    std::size_t jobs_in_flight() const override;
+
+private:
+    void handle(const completion_entry& entry) noexcept;
+    std::size_t drain_completion_overflow() noexcept;
+    void drain_job_overflow() noexcept;
+    std::size_t cancel_queued() noexcept;
+    void finish(job* j, bool cancelled) noexcept;
+
+    std::shared_ptr<pool_core> core_;
+    std::shared_ptr<lane_state> lane_;
+};
+
+}  // namespace m0::pool

@@ -1,0 +1,30 @@
+#pragma once
+// The pool's settings, parsed from `executor.pool` (pool_config.cpp) or set
+// directly by tests and benchmarks.
+#include <chrono>
+#include <cstddef>
+#include <string_view>
+
+namespace m0::pool {
+
+enum class ring_kind { vyukov, lockfree, none };
+
+const char* to_string(ring_kind kind) noexcept;
+
+struct pool_options {
+    unsigned threads = 1;        // started by start(); never shrinks below
+    unsigned max_threads = 1;    // grown to while jobs wait
+    std::chrono::nanoseconds idle_timeout = std::chrono::seconds(30);
+    std::chrono::nanoseconds spin = std::chrono::microseconds(10);
+    ring_kind ring = ring_kind::vyukov;
+    std::size_t ring_capacity = 1024;  // per lane, per direction; power of two
+    std::chrono::nanoseconds max_job_age = std::chrono::microseconds(200);
+    // Test hook, not a YAML key: a pause between announcing and re-checking,
+    // on both sides, to widen the window the lost-wake-up tests probe.
+    std::chrono::nanoseconds test_park_window{0};
+};
+
+inline constexpr unsigned max_pool_threads = 256;
+inline constexpr std::size_t max_lanes = 256;
+
+}  // namespace m0::pool

@@ -1,0 +1,70 @@
+// `executor.pool` keys: defaults, values, and errors that name the key.
+#define BOOST_TEST_MODULE pool_config
+#include <boost/test/unit_test.hpp>
+
+#include <m0/config.hpp>
+
+#include "pool_config.hpp"
+
+using namespace m0::pool;
+using namespace std::chrono_literals;
+
+namespace {
+
+pool_options read(const std::string& yaml, const char* env = nullptr) {
+    auto doc = m0::config_document::from_string(yaml, "test.yaml");
+    return read_pool_options(doc.root().child("executor").child("pool"), env);
+}
+
+std::string error_of(const std::string& yaml) {
+    try {
+        read(yaml);
+    } catch (const m0::config_error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(defaults) {
+    const auto o = read("executor:\n  type: pool\n");
+    BOOST_TEST(o.threads == 1u);
+    BOOST_TEST(o.max_threads == 1u);
+    BOOST_TEST((o.idle_timeout == 30s));
+    BOOST_TEST((o.spin == 10us));
+    BOOST_TEST((o.ring == ring_kind::vyukov));
+    BOOST_TEST(o.ring_capacity == 1024u);
+    BOOST_TEST((o.max_job_age == 200us));
+}
+
+BOOST_AUTO_TEST_CASE(every_key) {
+    const auto o = read(
+        "executor:\n  pool:\n    threads: 4\n    max_threads: 16\n    idle_timeout: 5s\n"
+        "    spin: 50us\n    ring: lockfree\n    ring_capacity: 256\n    max_job_age: 1ms\n");
+    BOOST_TEST(o.threads == 4u);
+    BOOST_TEST(o.max_threads == 16u);
+    BOOST_TEST((o.idle_timeout == 5s));
+    BOOST_TEST((o.spin == 50us));
+    BOOST_TEST((o.ring == ring_kind::lockfree));
+    BOOST_TEST(o.ring_capacity == 256u);
+    BOOST_TEST((o.max_job_age == 1ms));
+}
+
+BOOST_AUTO_TEST_CASE(max_threads_defaults_to_threads) {
+    BOOST_TEST(read("executor:\n  pool:\n    threads: 3\n").max_threads == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(env_off_switch_forces_no_ring) {
+    BOOST_TEST((read("executor:\n  pool:\n    ring: vyukov\n", "0").ring == ring_kind::none));
+    BOOST_TEST((read("executor:\n  pool:\n    ring: vyukov\n", "1").ring == ring_kind::vyukov));
+}
+
+BOOST_AUTO_TEST_CASE(errors_name_the_key) {
+    BOOST_TEST(error_of("executor:\n  pool:\n    ring_capacity: 1000\n").find("ring_capacity") != std::string::npos);
+    BOOST_TEST(error_of("executor:\n  pool:\n    ring: spsc\n").find("ring") != std::string::npos);
+    BOOST_TEST(error_of("executor:\n  pool:\n    threads: 2\n    max_threads: 1\n").find("max_threads") !=
+               std::string::npos);
+    BOOST_TEST(error_of("executor:\n  pool:\n    thread: 2\n").find("thread") != std::string::npos);
+    BOOST_TEST(error_of("executor:\n  pool:\n    threads: 0\n").find("threads") != std::string::npos);
+}

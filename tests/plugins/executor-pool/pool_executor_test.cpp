@@ -1,0 +1,222 @@
+// The pool as an m0::executor: backpressure, partial completions, thread
+// hooks and names, shutdown, elastic sizing.
+#define BOOST_TEST_MODULE pool_executor
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <pthread.h>
+
+#include <atomic>
+#include <future>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "test_reactor.hpp"
+
+using namespace m0::pool;
+using namespace m0::pool::test;
+namespace bdata = boost::unit_test::data;
+
+namespace {
+
+pool_options options_for(ring_kind ring, unsigned threads) {
+    pool_options o;
+    o.threads = o.max_threads = threads;
+    o.ring = ring;
+    return o;
+}
+
+const auto ring_kinds = bdata::make({ring_kind::vyukov, ring_kind::lockfree, ring_kind::none});
+
+}  // namespace
+
+// 1000 jobs into rings of 4, in one go: none is dropped, each completes once.
+BOOST_DATA_TEST_CASE(full_ring_keeps_every_job, ring_kinds, ring) {
+    auto o = options_for(ring, 2);
+    o.ring_capacity = 4;
+    pool_executor ex(o);
+    test_reactor reactor(ex);
+    ex.start();
+    constexpr unsigned jobs = 1000;
+    std::vector<int> ran(jobs, 0), completed(jobs, 0);
+    std::vector<std::atomic<int>> runs(jobs);
+    for (unsigned i = 0; i < jobs; ++i)
+        reactor.lane->submit(make_job([&, i](m0::completion_port& port) {
+            runs[i].fetch_add(1);
+            port.post_fn([&, i] { ++ran[i]; });  // partial results need completion room too
+        }, [&, i](bool cancelled) { completed[i] += cancelled ? 100 : 1; }));
+    BOOST_TEST(reactor.lane->jobs_in_flight() == jobs);
+    BOOST_REQUIRE(reactor.drain(30s));
+    for (unsigned i = 0; i < jobs; ++i) {
+        BOOST_REQUIRE_EQUAL(runs[i].load(), 1);
+        BOOST_REQUIRE_EQUAL(ran[i], 1);
+        BOOST_REQUIRE_EQUAL(completed[i], 1);
+    }
+    ex.stop();
+}
+
+// Partial results run on the reactor, in the order posted, before complete().
+BOOST_DATA_TEST_CASE(partial_completions_in_order_before_complete, ring_kinds, ring) {
+    pool_executor ex(options_for(ring, 2));
+    test_reactor reactor(ex);
+    ex.start();
+    const auto reactor_id = std::this_thread::get_id();
+    constexpr int jobs = 50, parts = 20;
+    std::vector<std::vector<int>> seen(jobs);
+    bool wrong_thread = false;
+    for (int j = 0; j < jobs; ++j)
+        reactor.lane->submit(make_job(
+            [&, j](m0::completion_port& port) {
+                for (int p = 0; p < parts; ++p)
+                    port.post_fn([&, j, p] {
+                        wrong_thread |= std::this_thread::get_id() != reactor_id;
+                        seen[j].push_back(p);
+                    });
+            },
+            [&, j](bool cancelled) {
+                wrong_thread |= std::this_thread::get_id() != reactor_id;
+                seen[j].push_back(cancelled ? -2 : -1);
+            }));
+    BOOST_REQUIRE(reactor.drain(10s));
+    std::vector<int> expected;
+    for (int p = 0; p < parts; ++p) expected.push_back(p);
+    expected.push_back(-1);
+    for (int j = 0; j < jobs; ++j) BOOST_TEST(seen[j] == expected, "job " << j);
+    BOOST_TEST(!wrong_thread);
+    ex.stop();
+}
+
+// Hooks run once per pool thread, on that thread, before its first job; the
+// thread carries its m0-pool-N name.
+BOOST_AUTO_TEST_CASE(thread_hooks_and_names) {
+    pool_executor ex(options_for(ring_kind::vyukov, 3));
+    thread_local bool started_here = false;
+    std::atomic<int> starts{0}, stops{0};
+    ex.add_thread_hooks({[&] { started_here = true; starts.fetch_add(1); }, [&] { stops.fetch_add(1); }});
+    test_reactor reactor(ex);
+    ex.start();
+    std::mutex mutex;
+    std::set<std::string> names;
+    bool all_started = true;
+    for (int i = 0; i < 200; ++i)
+        reactor.lane->submit(make_job(
+            [&](m0::completion_port&) {
+                char name[16] = {};
+                pthread_getname_np(pthread_self(), name, sizeof name);
+                std::lock_guard lock(mutex);
+                names.insert(name);
+                all_started &= started_here;
+            },
+            [](bool) {}));
+    BOOST_REQUIRE(reactor.drain(10s));
+    ex.stop();
+    BOOST_TEST(all_started);
+    BOOST_TEST(starts.load() == 3);
+    BOOST_TEST(stops.load() == 3);
+    for (const auto& n : names) BOOST_TEST(n.rfind("m0-pool-", 0) == 0, n);
+}
+
+// stop() with jobs queued behind busy threads: each job either ran or was
+// cancelled, each completed exactly once, on the reactor; threads joined.
+BOOST_DATA_TEST_CASE(shutdown_with_queued_jobs, ring_kinds, ring) {
+    pool_executor ex(options_for(ring, 2));
+    test_reactor reactor(ex);
+    ex.start();
+    constexpr unsigned jobs = 200;
+    std::atomic<bool> gate{false};
+    std::atomic<unsigned> running{0};
+    std::vector<std::atomic<int>> runs(jobs);
+    std::vector<int> completions(jobs, 0), cancels(jobs, 0);
+    for (unsigned i = 0; i < jobs; ++i)
+        reactor.lane->submit(make_job(
+            [&, i](m0::completion_port&) {
+                runs[i].fetch_add(1);
+                running.fetch_add(1);
+                while (!gate.load()) std::this_thread::sleep_for(100us);
+            },
+            [&, i](bool cancelled) {
+                ++completions[i];
+                cancels[i] += cancelled;
+            }));
+    BOOST_REQUIRE(eventually([&] { return running.load() == 2; }, 5s));
+    // stop() from another thread, as the server's main thread does, while
+    // this reactor keeps polling.
+    auto stopper = std::async(std::launch::async, [&] { ex.stop(); });
+    std::this_thread::sleep_for(20ms);
+    gate = true;
+    BOOST_REQUIRE(reactor.drain(10s));
+    stopper.get();
+    unsigned ran = 0, cancelled = 0;
+    for (unsigned i = 0; i < jobs; ++i) {
+        BOOST_REQUIRE_EQUAL(completions[i], 1);
+        BOOST_REQUIRE_EQUAL(runs[i].load() + cancels[i], 1);  // ran xor cancelled
+        ran += runs[i].load();
+        cancelled += cancels[i];
+    }
+    BOOST_TEST(ran >= 2u);
+    BOOST_TEST(cancelled > 0u);
+    BOOST_TEST(ex.live_threads() == 0u);
+    ex.stop();  // idempotent
+
+    // After stop, a new job is cancelled, not lost.
+    int late = 0;
+    reactor.lane->submit(make_job([](m0::completion_port&) {}, [&](bool c) { late = c ? 1 : 2; }));
+    BOOST_REQUIRE(reactor.drain(2s));
+    BOOST_TEST(late == 1);
+}
+
+// stop() called on the reactor thread itself (no other thread polls): it
+// must not wait on this reactor, and leaves the rest to be cancelled.
+BOOST_DATA_TEST_CASE(shutdown_from_the_reactor_thread, ring_kinds, ring) {
+    auto o = options_for(ring, 2);
+    o.ring_capacity = 4;  // completions overflow while nobody polls
+    pool_executor ex(o);
+    test_reactor reactor(ex);
+    ex.start();
+    constexpr unsigned jobs = 500;
+    std::vector<int> completions(jobs, 0);
+    for (unsigned i = 0; i < jobs; ++i)
+        reactor.lane->submit(make_job([](m0::completion_port& port) { port.post_fn([] {}); },
+                                      [&, i](bool) { ++completions[i]; }));
+    std::this_thread::sleep_for(5ms);
+    ex.stop();
+    BOOST_TEST(ex.live_threads() == 0u);
+    BOOST_REQUIRE(reactor.drain(5s));
+    for (unsigned i = 0; i < jobs; ++i) BOOST_REQUIRE_EQUAL(completions[i], 1);
+}
+
+// Jobs that block grow the pool to max_threads; idle threads retire after
+// idle_timeout, back to `threads` and never below.
+BOOST_DATA_TEST_CASE(elastic_grow_then_shrink, ring_kinds, ring) {
+    pool_options o = options_for(ring, 1);
+    o.max_threads = 4;
+    o.idle_timeout = 300ms;
+    pool_executor ex(o);
+    test_reactor reactor(ex);
+    ex.start();
+    BOOST_TEST(ex.live_threads() == 1u);
+
+    timed_barrier barrier(4);
+    std::atomic<unsigned> met{0};
+    unsigned completed = 0;
+    for (int i = 0; i < 4; ++i)
+        reactor.lane->submit(make_job([&](m0::completion_port&) { met += barrier.arrive_and_wait(10s); },
+                                      [&](bool) { ++completed; }));
+    BOOST_REQUIRE(reactor.run_until([&] { return completed == 4; }, 20s));
+    BOOST_TEST(met.load() == 4u, "grew to run 4 blocking jobs at once");
+    BOOST_TEST(ex.live_threads() == 4u);
+
+    BOOST_REQUIRE(eventually([&] { return ex.live_threads() == 1; }, 10s));
+    // Several idle timeouts later it is still at `threads`.
+    const auto until = clock_type::now() + 3 * o.idle_timeout;
+    while (clock_type::now() < until) {
+        BOOST_REQUIRE_EQUAL(ex.live_threads(), 1u);
+        std::this_thread::sleep_for(10ms);
+    }
+    // And it still serves.
+    bool done = false;
+    reactor.lane->submit(make_job([](m0::completion_port&) {}, [&](bool) { done = true; }));
+    BOOST_REQUIRE(reactor.run_until([&] { return done; }, 2s));
+    ex.stop();
+}
