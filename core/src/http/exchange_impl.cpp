@@ -1,0 +1,38 @@
+#include "http/exchange_impl.hpp"
+
+#include "http/session.hpp"
+
+namespace m0::http::detail {
+
+exchange_impl::~exchange_impl() { session_->released(*this, std::move(data_)); }
+
+boost::asio::io_context& exchange_impl::io() { return session_->io(); }
+
+void exchange_impl::respond(unsigned status, std::vector<response_header> headers, std::string body) {
+    session_->respond(*this, status, headers, std::move(body));
+}
+
+void exchange_impl::begin(unsigned status, std::vector<response_header> headers,
+                          std::optional<std::uint64_t> content_length) {
+    session_->begin(*this, status, headers, content_length);
+}
+
+void exchange_impl::write(std::string data) { session_->write(*this, std::move(data)); }
+
+void exchange_impl::write_file(int fd, std::uint64_t offset, std::uint64_t length) {
+    session_->write_file(*this, fd, offset, length);
+}
+
+void exchange_impl::end() { session_->end(*this); }
+
+void exchange_impl::abort() { session_->abort(*this); }
+
+std::size_t exchange_impl::pending_bytes() const { return session_->pending_bytes(); }
+
+void exchange_impl::when_drained(std::size_t below, std::function<void()> fn) {
+    session_->when_drained(below, std::move(fn));
+}
+
+bool exchange_impl::client_gone() const { return session_->client_gone(); }
+
+}  // namespace m0::http::detail

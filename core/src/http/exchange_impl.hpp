@@ -1,0 +1,42 @@
+#pragma once
+// The engine's exchange: the request it owns and a line to its connection.
+// Every response call is forwarded to the session, which ignores calls from
+// an exchange that is no longer the one it is answering.
+#include <memory>
+
+#include <m0/http.hpp>
+
+#include "http/request_data.hpp"
+
+namespace m0::http::detail {
+
+class session;
+
+class exchange_impl final : public exchange {
+public:
+    exchange_impl(std::shared_ptr<session> owner, std::unique_ptr<request_data> data) noexcept
+        : session_(std::move(owner)), data_(std::move(data)) {}
+    ~exchange_impl() override;
+
+    const request& req() const override { return data_->req; }
+    boost::asio::io_context& io() override;
+    void respond(unsigned status, std::vector<response_header> headers, std::string body) override;
+    void begin(unsigned status, std::vector<response_header> headers,
+               std::optional<std::uint64_t> content_length) override;
+    void write(std::string data) override;
+    void write_file(int fd, std::uint64_t offset, std::uint64_t length) override;
+    void end() override;
+    void abort() override;
+    std::size_t pending_bytes() const override;
+    void when_drained(std::size_t below, std::function<void()> fn) override;
+    bool client_gone() const override;
+
+    bool is_head() const noexcept { return data_->is_head; }
+    unsigned version() const noexcept { return data_->req.version; }
+
+private:
+    std::shared_ptr<session> session_;  // keeps the connection's state alive
+    std::unique_ptr<request_data> data_;
+};
+
+}  // namespace m0::http::detail

@@ -1,0 +1,157 @@
+#include "http/output_queue.hpp"
+
+#include <cerrno>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace m0::http::detail {
+
+namespace {
+// Bodies up to this size are copied next to their head: one contiguous
+// buffer is cheaper than an extra iovec for small payloads.
+constexpr std::size_t copy_threshold = 4096;
+// A coalescing buffer bigger than this is not kept between responses.
+constexpr std::size_t max_spare_capacity = 64 * 1024;
+constexpr int max_iov = 16;
+// Per sendfile call; the socket buffer limits it far earlier in practice.
+constexpr std::uint64_t max_sendfile_chunk = 1u << 30;
+}  // namespace
+
+std::string& output_queue::tail() {
+    if (segments_.size() > first_ && segments_.back().appendable) return segments_.back().bytes;
+    segment s;
+    s.bytes = std::move(spare_);
+    s.bytes.clear();
+    s.appendable = true;
+    segments_.push_back(std::move(s));
+    return segments_.back().bytes;
+}
+
+void output_queue::append(std::string_view bytes) {
+    if (bytes.empty()) return;
+    tail().append(bytes);
+    pending_ += bytes.size();
+}
+
+void output_queue::push(std::string&& bytes) {
+    if (bytes.size() <= copy_threshold) {
+        append(bytes);
+        return;
+    }
+    pending_ += bytes.size();
+    segment s;
+    s.bytes = std::move(bytes);
+    segments_.push_back(std::move(s));
+}
+
+void output_queue::push_file(int fd, std::uint64_t offset, std::uint64_t length) {
+    segment s;
+    s.fd = fd;
+    s.file_offset = offset;
+    s.file_left = length;
+    pending_ += length;
+    segments_.push_back(std::move(s));
+}
+
+output_queue::result output_queue::flush(int sock, int& error) {
+    while (first_ < segments_.size()) {
+        segment& s = segments_[first_];
+        result r = s.fd >= 0 ? flush_file(sock, s, error) : flush_bytes(sock, error);
+        if (r != result::done) return r;
+    }
+    recycle();
+    return result::done;
+}
+
+output_queue::result output_queue::flush_file(int sock, segment& s, int& error) {
+    while (s.file_left > 0) {
+        off_t off = static_cast<off_t>(s.file_offset);
+        const ssize_t n = ::sendfile(sock, s.fd, &off, std::min(s.file_left, max_sendfile_chunk));
+        if (n > 0) {
+            s.file_offset += static_cast<std::uint64_t>(n);
+            s.file_left -= static_cast<std::uint64_t>(n);
+            pending_ -= static_cast<std::uint64_t>(n);
+            continue;
+        }
+        if (n == 0) {
+            // The file is shorter than the range promised to the client.
+            error = EIO;
+            return result::failed;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return result::would_block;
+        error = errno;
+        return result::failed;
+    }
+    ::close(s.fd);
+    s.fd = -1;
+    ++first_;
+    return result::done;
+}
+
+output_queue::result output_queue::flush_bytes(int sock, int& error) {
+    iovec iov[max_iov];
+    int count = 0;
+    std::size_t total = 0;
+    for (std::size_t i = first_; i < segments_.size() && count < max_iov && segments_[i].fd < 0; ++i) {
+        segment& s = segments_[i];
+        if (s.offset == s.bytes.size()) continue;
+        iov[count].iov_base = s.bytes.data() + s.offset;
+        iov[count].iov_len = s.bytes.size() - s.offset;
+        total += iov[count].iov_len;
+        ++count;
+    }
+    bool short_write = false;
+    if (count > 0) {
+        msghdr msg{};
+        msg.msg_iov = iov;
+        msg.msg_iovlen = static_cast<std::size_t>(count);
+        ssize_t n;
+        do {
+            // MSG_NOSIGNAL: a client that hung up must not raise SIGPIPE.
+            n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+        } while (n < 0 && errno == EINTR);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return result::would_block;
+            error = errno;
+            return result::failed;
+        }
+        pending_ -= static_cast<std::uint64_t>(n);
+        short_write = static_cast<std::size_t>(n) < total;
+        auto left = static_cast<std::size_t>(n);
+        for (std::size_t i = first_; i < segments_.size() && segments_[i].fd < 0 && left > 0; ++i) {
+            segment& s = segments_[i];
+            const std::size_t take = std::min(left, s.bytes.size() - s.offset);
+            s.offset += take;
+            left -= take;
+        }
+    }
+    // Skip what is now fully written; stop at a partial segment.
+    while (first_ < segments_.size() && segments_[first_].fd < 0 &&
+           segments_[first_].offset == segments_[first_].bytes.size()) {
+        segment& s = segments_[first_];
+        if (s.appendable && s.bytes.capacity() <= max_spare_capacity && s.bytes.capacity() > spare_.capacity())
+            spare_ = std::move(s.bytes);
+        ++first_;
+    }
+    // A short write means the socket buffer is full.
+    return short_write ? result::would_block : result::done;
+}
+
+void output_queue::recycle() noexcept {
+    segments_.clear();
+    first_ = 0;
+    pending_ = 0;
+}
+
+void output_queue::clear() noexcept {
+    for (std::size_t i = first_; i < segments_.size(); ++i)
+        if (segments_[i].fd >= 0) ::close(segments_[i].fd);
+    recycle();
+}
+
+}  // namespace m0::http::detail

@@ -1,0 +1,80 @@
+#include "http/response_head.hpp"
+
+#include <charconv>
+
+#include <boost/beast/core/string.hpp>
+
+namespace m0::http::detail {
+
+namespace {
+
+// Headers the engine owns (http.hpp); a handler's copy would contradict
+// the framing the engine chose, so it is dropped.
+bool engine_owned(std::string_view name) noexcept {
+    using boost::beast::iequals;
+    switch (name.size()) {
+    case 4: return iequals(name, "date");
+    case 6: return iequals(name, "server");
+    case 10: return iequals(name, "connection");
+    case 14: return iequals(name, "content-length");
+    case 17: return iequals(name, "transfer-encoding");
+    default: return false;
+    }
+}
+
+// CR, LF or NUL in a field would let a handler's data split the response.
+bool field_safe(std::string_view s) noexcept {
+    for (char c : s)
+        if (c == '\r' || c == '\n' || c == '\0') return false;
+    return true;
+}
+
+void append_number(std::string& out, std::uint64_t v, int base = 10) {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, v, base);
+    out.append(buf, r.ptr);
+}
+
+}  // namespace
+
+void append_response_head(std::string& out, const head_spec& spec, std::string_view date) {
+    out.append("HTTP/1.1 ");
+    append_number(out, spec.status);
+    out.push_back(' ');
+    out.append(reason_phrase(spec.status));
+    out.append("\r\nServer: m0\r\nDate: ");
+    out.append(date);
+    out.append("\r\n");
+    switch (spec.framing) {
+    case body_framing::length:
+        out.append("Content-Length: ");
+        append_number(out, spec.content_length);
+        out.append("\r\n");
+        break;
+    case body_framing::chunked: out.append("Transfer-Encoding: chunked\r\n"); break;
+    case body_framing::none:
+    case body_framing::eof: break;
+    }
+    switch (spec.connection) {
+    case connection_token::close: out.append("Connection: close\r\n"); break;
+    case connection_token::keep_alive: out.append("Connection: keep-alive\r\n"); break;
+    case connection_token::none: break;
+    }
+    if (spec.headers) {
+        for (const auto& h : *spec.headers) {
+            if (h.name.empty() || engine_owned(h.name) || !field_safe(h.name) || !field_safe(h.value)) continue;
+            out.append(h.name);
+            out.append(": ");
+            out.append(h.value);
+            out.append("\r\n");
+        }
+    }
+    out.append("\r\n");
+}
+
+void append_chunk_header(std::string& out, std::uint64_t size) {
+    append_number(out, size, 16);
+    out.append("\r\n");
+}
+
+}  // namespace m0::http::detail

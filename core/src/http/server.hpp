@@ -1,0 +1,71 @@
+#pragma once
+// The engine on one worker: the accept loop over the worker's listeners, the
+// set of open sessions, drain and force-close. Reactor-thread only.
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/intrusive/list.hpp>
+
+#include <m0/http.hpp>
+#include <m0/worker.hpp>
+
+#include "http/date_cache.hpp"
+#include "http/session.hpp"
+
+namespace m0::http::detail {
+
+class server : public std::enable_shared_from_this<server> {
+public:
+    server(worker_context& ctx, handler& h);
+    ~server();
+    server(const server&) = delete;
+    server& operator=(const server&) = delete;
+
+    void start();
+    void drain();
+    void force_close();
+
+    bool draining() const noexcept { return draining_; }
+    handler& app() noexcept { return handler_; }
+    const http_limits& limits() const noexcept { return *limits_; }
+    worker_stats& stats() noexcept { return *stats_; }
+    boost::asio::io_context& io() noexcept { return io_; }
+    std::string_view date() noexcept { return date_.get(); }
+    // Longest a connection's timer may sleep without missing a deadline.
+    std::chrono::steady_clock::duration tick() const noexcept { return tick_; }
+    // How long a closing connection keeps reading so the client sees its
+    // response instead of a reset.
+    std::chrono::milliseconds linger_timeout() const noexcept { return linger_; }
+
+    void session_opened(session& s);
+    // resume: accept again if a slot freed up (false while being torn down).
+    void session_closed(session& s, bool resume);
+
+private:
+    struct listener_slot {
+        listener* source = nullptr;
+        bool accepting = false;
+        std::unique_ptr<boost::asio::steady_timer> retry;
+    };
+
+    void accept_next(std::size_t i);
+    void on_accept(std::size_t i, const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket);
+
+    boost::asio::io_context& io_;
+    handler& handler_;
+    const http_limits* limits_;
+    worker_stats* stats_;
+    http_limits default_limits_;
+    worker_stats own_stats_;  // when the caller publishes none
+    std::vector<listener_slot> listeners_;
+    boost::intrusive::list<session> sessions_;
+    date_cache date_;
+    std::chrono::steady_clock::duration tick_;
+    std::chrono::milliseconds linger_;
+    bool draining_ = false;
+};
+
+}  // namespace m0::http::detail

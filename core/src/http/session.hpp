@@ -1,0 +1,150 @@
+#pragma once
+// One HTTP/1.1 connection: reads and parses requests, dispatches them one at
+// a time to the handler, writes responses in order, keeps the connection
+// alive or closes it. Reactor-thread only.
+//
+// I/O style: reads are Asio async reads; writes are non-blocking sendmsg /
+// sendfile straight from the output queue, waiting for writability only when
+// the socket buffer is full, so an inline answer leaves without a detour
+// through the scheduler. One steady_timer per connection enforces every
+// timeout (see arm_timer).
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/intrusive/list_hook.hpp>
+
+#include <m0/http.hpp>
+
+#include "http/output_queue.hpp"
+#include "http/request_data.hpp"
+#include "http/request_parser.hpp"
+#include "http/response_head.hpp"
+
+namespace m0::http::detail {
+
+class server;
+class exchange_impl;
+
+class session : public std::enable_shared_from_this<session>,
+                public boost::intrusive::list_base_hook<> {
+public:
+    using clock = std::chrono::steady_clock;
+
+    session(std::shared_ptr<server> owner, boost::asio::ip::tcp::socket socket);
+    ~session();
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+
+    void start();
+
+    // Called by the server on ctx.on_drain / ctx.on_force_close.
+    void drain();
+    void force_close();
+
+    // Called by exchange_impl; calls from an exchange that is not the one
+    // being answered are ignored.
+    void respond(exchange_impl& ex, unsigned status, const std::vector<response_header>& headers,
+                 std::string&& body);
+    void begin(exchange_impl& ex, unsigned status, const std::vector<response_header>& headers,
+               std::optional<std::uint64_t> content_length);
+    void write(exchange_impl& ex, std::string&& data);
+    void write_file(exchange_impl& ex, int fd, std::uint64_t offset, std::uint64_t length);
+    void end(exchange_impl& ex);
+    void abort(exchange_impl& ex);
+    std::size_t pending_bytes() const noexcept { return static_cast<std::size_t>(out_.pending()); }
+    void when_drained(std::size_t below, std::function<void()> fn);
+    bool client_gone() const noexcept { return gone_; }
+    // The exchange is being destroyed; takes back its buffers for reuse.
+    void released(exchange_impl& ex, std::unique_ptr<request_data> data) noexcept;
+    boost::asio::io_context& io() noexcept;
+
+private:
+    enum class read_phase { idle, head, body, none };
+
+    struct response_state {
+        bool begun = false;
+        body_framing framing = body_framing::none;
+        bool send_body = false;        // false for HEAD and bodiless statuses
+        std::uint64_t remaining = 0;   // framing::length: bytes still owed
+    };
+
+    // Request side.
+    void process();
+    bool ensure_read_space(bool may_grow);
+    void maybe_read();
+    void on_read(const boost::system::error_code& ec, std::size_t n);
+    void dispatch();
+    void update_read_phase(clock::time_point now);
+    std::unique_ptr<request_data> take_request_data();
+
+    // Response side.
+    void start_response(unsigned status, const std::vector<response_header>* headers, body_framing framing,
+                        std::uint64_t length);
+    void send_error(unsigned status);
+    void finish_response();
+    void output_added();
+    void flush();
+    void on_writable(const boost::system::error_code& ec);
+    void notify_drain();
+
+    // Connection end.
+    void start_linger();
+    void close();
+
+    // Timeouts.
+    clock::time_point after(std::chrono::milliseconds timeout, clock::time_point now) const noexcept;
+    void set_read_deadline(clock::time_point t);
+    void set_write_deadline(clock::time_point t);
+    void arm_timer(clock::time_point now);
+    void on_timer(const boost::system::error_code& ec);
+
+    std::shared_ptr<server> server_;
+    const http_limits& limits_;
+    boost::asio::ip::tcp::socket socket_;
+    boost::asio::steady_timer timer_;
+    boost::asio::ip::tcp::endpoint remote_;
+    boost::asio::ip::tcp::endpoint local_;
+
+    std::unique_ptr<char[]> rbuf_;
+    std::size_t rcap_ = 0;
+    std::size_t rbegin_ = 0;  // unparsed bytes are [rbegin_, rend_)
+    std::size_t rend_ = 0;
+    std::size_t linger_discarded_ = 0;
+
+    request_parser parser_;
+    std::unique_ptr<request_data> building_;  // the request being parsed
+    std::unique_ptr<request_data> spare_;     // recycled from a finished exchange
+    exchange_impl* active_ = nullptr;         // dispatched, response not finished
+    response_state resp_;
+    bool keep_alive_ = false;  // for the active exchange
+    unsigned version_ = 11;    // of the active exchange
+    bool is_head_ = false;     // of the active exchange
+    std::uint32_t served_ = 0;
+
+    output_queue out_;
+    std::size_t drain_below_ = 0;
+    std::function<void()> drain_fn_;
+
+    read_phase phase_ = read_phase::none;
+    clock::time_point read_deadline_ = clock::time_point::max();
+    clock::time_point write_deadline_ = clock::time_point::max();
+    clock::time_point armed_ = clock::time_point::max();
+
+    bool processing_ = false;
+    bool read_pending_ = false;
+    bool write_wait_pending_ = false;
+    bool close_after_flush_ = false;
+    bool lingering_ = false;
+    bool peer_eof_ = false;
+    bool gone_ = false;
+    bool closed_ = false;
+};
+
+}  // namespace m0::http::detail

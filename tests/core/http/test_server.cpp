@@ -1,0 +1,144 @@
+#include "test_server.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+namespace m0::test {
+
+namespace asio = boost::asio;
+using m0::http::exchange_ptr;
+
+test_listener::test_listener(asio::io_context& io)
+    : acceptor_(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {}
+
+void test_listener::async_accept(accept_handler handler) {
+    acceptor_.async_accept([h = std::move(handler)](boost::system::error_code ec, asio::ip::tcp::socket s) mutable {
+        h(ec, std::move(s));
+    });
+}
+
+asio::ip::tcp::endpoint test_listener::local_endpoint() const { return acceptor_.local_endpoint(); }
+
+void test_listener::close() {
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+}
+
+namespace {
+
+int query_int(std::string_view query, std::string_view key, int fallback) {
+    const auto pos = query.find(key);
+    if (pos == std::string_view::npos) return fallback;
+    int v = fallback;
+    const auto start = query.data() + pos + key.size() + 1;
+    std::from_chars(start, query.data() + query.size(), v);
+    return v;
+}
+
+// Writes chunk i of three from a timer, then ends.
+void stream_later(exchange_ptr ex, int i) {
+    auto timer = std::make_shared<asio::steady_timer>(ex->io(), std::chrono::milliseconds(5));
+    timer->async_wait([ex, timer, i](const boost::system::error_code&) {
+        if (i == 3) {
+            ex->end();
+            return;
+        }
+        ex->write("chunk" + std::to_string(i + 1));
+        stream_later(ex, i + 1);
+    });
+}
+
+std::uint64_t file_size(const std::string& path) {
+    struct stat st{};
+    ::stat(path.c_str(), &st);
+    return static_cast<std::uint64_t>(st.st_size);
+}
+
+}  // namespace
+
+void test_handler::on_request(exchange_ptr ex) {
+    const auto& r = ex->req();
+    if (r.path == "/fixed") {
+        ex->respond(200, {{"Content-Type", "text/plain"}}, "Hello, World!");
+    } else if (r.path == "/echo") {
+        ex->respond(200, {}, r.body);
+    } else if (r.path.substr(0, 8) == "/inspect") {
+        std::string out;
+        out.append(r.method).append("|").append(r.target).append("|").append(r.path).append("|");
+        out.append(r.query).append("|").append(r.header("x-test").value_or("-"));
+        ex->respond(200, {}, std::move(out));
+    } else if (r.path == "/stream") {
+        ex->begin(200, {{"Content-Type", "text/plain"}}, std::nullopt);
+        ex->write("chunk1");
+        ex->write("chunk2");
+        ex->write("chunk3");
+        ex->end();
+    } else if (r.path == "/stream-late") {
+        ex->begin(200, {}, std::nullopt);
+        stream_later(ex, 0);
+    } else if (r.path == "/delay") {
+        auto timer = std::make_shared<asio::steady_timer>(ex->io(), std::chrono::milliseconds(query_int(r.query, "ms", 100)));
+        timer->async_wait([this, ex, timer](const boost::system::error_code&) {
+            delayed_saw_gone = ex->client_gone();
+            ex->respond(200, {}, "late");
+            ++delayed_answers;
+        });
+    } else if (r.path == "/file" || r.path == "/file-chunked") {
+        const int fd = ::open(file_path.c_str(), O_RDONLY | O_CLOEXEC);
+        const auto size = file_size(file_path);
+        ex->begin(200, {{"Content-Type", "application/octet-stream"}},
+                  r.path == "/file" ? std::optional<std::uint64_t>(size) : std::nullopt);
+        ex->write_file(fd, 0, size);
+        ex->end();
+    } else {
+        ex->respond(404, {}, "not found");
+    }
+}
+
+test_server::test_server(m0::http_limits limits)
+    : work_(asio::make_work_guard(io_)), limits_(limits), listener_(io_) {
+    port_ = listener_.local_endpoint().port();
+    ctx_.io = &io_;
+    ctx_.listeners.push_back(&listener_);
+    ctx_.stats = &stats_;
+    ctx_.limits = &limits_;
+    thread_ = std::thread([this] { io_.run(); });
+    run_on_worker([this] { m0::http::serve(ctx_, handler_); });
+}
+
+test_server::~test_server() {
+    // Close everything, then let the io_context run out of work so every
+    // handler completes while the objects it refers to still exist.
+    run_on_worker([this] {
+        ctx_.on_force_close();
+        listener_.close();
+    });
+    work_.reset();
+    thread_.join();
+}
+
+void test_server::run_on_worker(std::function<void()> fn) {
+    std::promise<void> done;
+    asio::post(io_, [&] {
+        fn();
+        done.set_value();
+    });
+    done.get_future().wait();
+}
+
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < until) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return pred();
+}
+
+}  // namespace m0::test

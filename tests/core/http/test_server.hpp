@@ -1,0 +1,81 @@
+#pragma once
+// The engine on a worker of its own for tests: an io_context thread, a
+// listener on 127.0.0.1:0 and a handler with a few routes.
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <m0/http.hpp>
+#include <m0/worker.hpp>
+
+namespace m0::test {
+
+// A per-worker listener over a plain acceptor.
+class test_listener final : public m0::listener {
+public:
+    explicit test_listener(boost::asio::io_context& io);
+    void async_accept(accept_handler handler) override;
+    boost::asio::ip::tcp::endpoint local_endpoint() const override;
+    void close();
+
+private:
+    boost::asio::ip::tcp::acceptor acceptor_;
+};
+
+// Routes:
+//   /fixed            200 "Hello, World!"
+//   /echo             200 with the request body
+//   /inspect          "method|target|path|query|X-Test header"
+//   /stream           chunks "chunk1" "chunk2" "chunk3" written inline
+//   /stream-late      the same chunks, each from a later timer callback
+//   /delay?ms=N       answers "late" from a timer N ms later
+//   /file             write_file of file_path (length-delimited)
+//   /file-chunked     write_file of file_path without a length
+//   anything else     404
+class test_handler final : public m0::http::handler {
+public:
+    void on_request(m0::http::exchange_ptr ex) override;
+
+    std::string file_path;
+    std::atomic<int> delayed_answers{0};
+    std::atomic<bool> delayed_saw_gone{false};
+};
+
+class test_server {
+public:
+    explicit test_server(m0::http_limits limits = {});
+    ~test_server();
+
+    std::uint16_t port() const { return port_; }
+    test_handler& handler() { return handler_; }
+    m0::worker_stats& stats() { return stats_; }
+    // Runs fn on the worker thread and waits for it.
+    void run_on_worker(std::function<void()> fn);
+    void drain() { run_on_worker([this] { ctx_.on_drain(); }); }
+    void force_close() { run_on_worker([this] { ctx_.on_force_close(); }); }
+
+private:
+    boost::asio::io_context io_{1};
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+    m0::http_limits limits_;
+    m0::worker_stats stats_;
+    test_listener listener_;
+    test_handler handler_;
+    m0::worker_context ctx_;
+    std::uint16_t port_ = 0;
+    std::thread thread_;
+};
+
+// Polls pred until it holds or `limit` passes; a bound on liveness, not a
+// timing assertion.
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit = std::chrono::seconds(5));
+
+}  // namespace m0::test
