@@ -214,7 +214,10 @@ void scheduler::run_worker(worker& w) {
     if (!w.crashed.load(std::memory_order_acquire)) {
         try {
             for (;;) {
-                if (state.stop.load(std::memory_order_acquire)) break;
+                // The stopper stores the phase before the stop flag, so a
+                // hard stop is always seen as a force-close first: nothing
+                // in flight is left to be torn down with the io_context.
+                bool stop = state.stop.load(std::memory_order_acquire);
                 int phase = state.phase.load(std::memory_order_acquire);
                 if (phase != seen) {
                     if (seen < draining && phase >= draining) {
@@ -230,6 +233,7 @@ void scheduler::run_worker(worker& w) {
                     }
                     seen = phase;
                 }
+                if (stop) break;
                 if (seen >= draining && w.stats.live_connections.load(std::memory_order_relaxed) == 0 &&
                     w.stats.in_flight.load(std::memory_order_relaxed) == 0 && lane.jobs_in_flight() == 0)
                     break;
