@@ -1,0 +1,16 @@
+"""Configuration of an m0 serving the test-only `reflect` frontend, which CMake
+builds into a plugin directory of its own (see CMakeLists.txt)."""
+import os
+
+import m0test
+
+REFLECT_PLUGIN_DIR = os.path.join(m0test.BUILD_DIR, "test-plugins-conformance")
+
+
+def reflect_config(http=None):
+    """YAML text: the reflect frontend, with `http:` keys from the dict `http`."""
+    lines = ["plugins:", f"  path: [{REFLECT_PLUGIN_DIR!r}]", "frontend:", "  type: reflect"]
+    if http:
+        lines.append("http:")
+        lines += [f"  {k}: {v}" for k, v in http.items()]
+    return "\n".join(lines) + "\n"
