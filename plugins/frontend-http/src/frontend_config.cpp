@@ -1,0 +1,153 @@
+// Config parsing for the http frontend, kept apart from the runtime: every
+// check that can be made before serving is made here, with the error located
+// at the YAML node that caused it.
+#include "frontend_config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <system_error>
+
+#include <m0/config.hpp>
+
+#include "ascii.hpp"
+
+namespace m0::frontend_http {
+namespace {
+
+constexpr std::chrono::nanoseconds max_delay = std::chrono::hours(1);
+
+bool is_token(std::string_view s) noexcept {
+    if (s.empty()) return false;
+    constexpr std::string_view extra = "!#$%&'*+-.^_`|~";
+    return std::all_of(s.begin(), s.end(), [&](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || extra.find(c) != std::string_view::npos;
+    });
+}
+
+// Framing and connection headers belong to the engine (m0/http.hpp).
+bool engine_owned(std::string_view name) noexcept {
+    for (std::string_view owned : {"Content-Length", "Transfer-Encoding", "Connection", "Date", "Server"}) {
+        if (iequals(name, owned)) return true;
+    }
+    return false;
+}
+
+std::vector<http::response_header> parse_headers(const config_node& route) {
+    std::vector<http::response_header> out;
+    auto node = route.child("headers");
+    if (!node.present()) return out;
+    if (!node.is_map()) route.fail("headers", "expected a map of header name to value, e.g. {Content-Type: text/plain}");
+    for (const auto& name : node.keys()) {
+        if (!is_token(name)) node.fail(name, "not a valid header name");
+        if (engine_owned(name)) node.fail(name, "this header is set by the HTTP engine and cannot be configured");
+        auto value = node.string(name, "");
+        if (value.find_first_of("\r\n") != std::string::npos || value.find('\0') != std::string::npos)
+            node.fail(name, "a header value cannot contain CR, LF or NUL");
+        out.push_back({name, std::move(value)});
+    }
+    return out;
+}
+
+std::vector<std::string> parse_methods(const config_node& route) {
+    auto listed = route.string_list("method", {"GET", "HEAD"});
+    std::vector<std::string> methods;
+    for (const auto& m : listed) {
+        if (m == "*") return {};  // any method
+        if (!is_token(m)) route.fail("method", "'" + m + "' is not a valid method name");
+        if (std::find(methods.begin(), methods.end(), m) == methods.end()) methods.push_back(m);
+    }
+    if (methods.empty()) route.fail("method", "expected at least one method (or \"*\" for any)");
+    // A resource that answers GET answers HEAD the same way, minus the body.
+    if (std::find(methods.begin(), methods.end(), "GET") != methods.end() &&
+        std::find(methods.begin(), methods.end(), "HEAD") == methods.end())
+        methods.push_back("HEAD");
+    return methods;
+}
+
+route_config parse_route(const config_node& node) {
+    if (!node.is_map()) node.fail("", "expected a route map, e.g. {path: /hello, body: \"Hello, World!\"}");
+    node.allow_keys({"path", "method", "status", "headers", "body", "echo", "delay"});
+    route_config r;
+    auto path = node.optional_string("path");
+    if (!path) node.fail("path", "a route needs a `path`, e.g. /hello");
+    if (path->empty() || path->front() != '/') node.fail("path", "expected a path starting with '/'");
+    if (path->back() == '*') {
+        r.prefix = true;
+        path->pop_back();
+    }
+    if (path->find_first_of("*?# ") != std::string::npos)
+        node.fail("path", "expected an exact path, or a prefix ending with a single '*' (no query, no spaces)");
+    r.path = std::move(*path);
+    r.methods = parse_methods(node);
+    r.status = static_cast<unsigned>(node.integer("status", 200, 200, 599));
+    r.headers = parse_headers(node);
+    r.echo = node.boolean("echo", false);
+    if (r.echo && node.has("body"))
+        node.fail("echo", "a route answers with either `body` or the request body (`echo: true`), not both");
+    r.body = node.string("body", "");
+    if ((r.status == 204 || r.status == 304) && (!r.body.empty() || r.echo))
+        node.fail("status", "a " + std::to_string(r.status) + " response has no body");
+    r.delay = node.duration("delay", std::chrono::nanoseconds{0});
+    if (r.delay < std::chrono::nanoseconds{0} || r.delay > max_delay)
+        node.fail("delay", "expected a duration between 0s and 1h");
+    bool has_type = std::any_of(r.headers.begin(), r.headers.end(),
+                                [](const auto& h) { return iequals(h.name, "Content-Type"); });
+    if (!has_type && !r.echo && !r.body.empty()) r.headers.push_back({"Content-Type", "text/plain"});
+    return r;
+}
+
+static_config parse_static(const config_node& node) {
+    if (!node.is_map()) node.fail("", "expected a map with `root` (and optionally `prefix`, `index`)");
+    node.allow_keys({"prefix", "root", "index"});
+    static_config s;
+    s.prefix = node.string("prefix", "/");
+    if (s.prefix.empty() || s.prefix.front() != '/') node.fail("prefix", "expected a path starting with '/'");
+    if (s.prefix.find_first_of("*?#% ") != std::string::npos)
+        node.fail("prefix", "expected a plain path prefix (no '*', '?', '#', '%' or spaces)");
+    if (s.prefix.back() != '/') s.prefix.push_back('/');
+    auto root = node.optional_string("root");
+    if (!root || root->empty()) node.fail("root", "a static mount needs a `root` directory");
+    std::filesystem::path p(*root);
+    if (p.is_relative()) p = std::filesystem::path(node.base_dir()) / p;
+    std::error_code ec;
+    auto canonical = std::filesystem::weakly_canonical(p, ec);
+    if (ec || !std::filesystem::is_directory(canonical, ec))
+        node.fail("root", "not a directory: " + p.lexically_normal().string());
+    s.root = canonical.string();
+    s.index = node.string("index", "index.html");
+    if (s.index.find('/') != std::string::npos || s.index == "." || s.index == "..")
+        node.fail("index", "expected a file name (no '/')");
+    return s;
+}
+
+}  // namespace
+
+frontend_config parse_frontend_config(const config_node& section) {
+    section.allow_keys({"type", "routes", "static"});
+    frontend_config cfg;
+    auto routes = section.child("routes");
+    if (routes.present()) {
+        if (!routes.is_sequence()) section.fail("routes", "expected a list of routes");
+        for (const auto& item : routes.items()) cfg.routes.push_back(parse_route(item));
+    }
+    auto statics = section.child("static");
+    if (statics.present()) {
+        if (statics.is_map()) {
+            cfg.statics.push_back(parse_static(statics));
+        } else if (statics.is_sequence()) {
+            for (const auto& item : statics.items()) {
+                auto s = parse_static(item);
+                for (const auto& other : cfg.statics) {
+                    if (other.prefix == s.prefix) item.fail("prefix", "another static mount already uses " + s.prefix);
+                }
+                cfg.statics.push_back(std::move(s));
+            }
+        } else {
+            section.fail("static", "expected a map {prefix, root, index} or a list of them");
+        }
+    }
+    return cfg;
+}
+
+}  // namespace m0::frontend_http

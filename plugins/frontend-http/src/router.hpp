@@ -1,0 +1,26 @@
+#pragma once
+// The http frontend's request handler: fixed routes first (in file order),
+// then static mounts (longest prefix first), else 404.
+#include <memory>
+#include <vector>
+
+#include <m0/http.hpp>
+
+#include "fixed_route.hpp"
+#include "frontend_config.hpp"
+#include "static_files.hpp"
+
+namespace m0::frontend_http {
+
+class router final : public http::handler {
+public:
+    explicit router(frontend_config config);
+    // Reactor thread; shared by every worker, so it only reads its state.
+    void on_request(http::exchange_ptr ex) override;
+
+private:
+    std::vector<fixed_route> routes_;
+    std::vector<std::unique_ptr<static_files>> statics_;
+};
+
+}  // namespace m0::frontend_http

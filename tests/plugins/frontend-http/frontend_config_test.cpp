@@ -1,0 +1,129 @@
+#include <boost/test/unit_test.hpp>
+
+#include <m0/config.hpp>
+
+#include "frontend_config.hpp"
+#include "temp_dir.hpp"
+
+using namespace m0::frontend_http;
+
+namespace {
+
+frontend_config parse(const std::string& yaml) {
+    auto doc = m0::config_document::from_string(yaml, "test.yaml");
+    return parse_frontend_config(doc.root().child("frontend"));
+}
+
+// The error message for `yaml`, or "" if it parsed.
+std::string error_of(const std::string& yaml) {
+    try {
+        parse(yaml);
+    } catch (const m0::config_error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+    return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(frontend_config_parsing)
+
+BOOST_AUTO_TEST_CASE(route_defaults) {
+    auto cfg = parse("frontend:\n  type: http\n  routes:\n    - path: /hello\n      body: \"Hello, World!\"\n");
+    BOOST_TEST_REQUIRE(cfg.routes.size() == 1u);
+    const auto& r = cfg.routes[0];
+    BOOST_TEST(r.path == "/hello");
+    BOOST_TEST(!r.prefix);
+    BOOST_TEST(r.status == 200u);
+    BOOST_TEST(r.body == "Hello, World!");
+    BOOST_TEST((r.methods == std::vector<std::string>{"GET", "HEAD"}));
+    BOOST_TEST_REQUIRE(r.headers.size() == 1u);  // a body without Content-Type gets text/plain
+    BOOST_TEST(r.headers[0].name == "Content-Type");
+    BOOST_TEST(r.headers[0].value == "text/plain");
+    BOOST_TEST(r.delay.count() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(route_with_everything) {
+    auto cfg = parse(
+        "frontend:\n  type: http\n  routes:\n"
+        "    - {path: /api/*, method: [GET, POST], status: 201, headers: {X-A: b, Content-Type: application/json},"
+        " body: '{}', delay: 250ms}\n"
+        "    - {path: /echo, method: '*', echo: true}\n");
+    BOOST_TEST_REQUIRE(cfg.routes.size() == 2u);
+    const auto& r = cfg.routes[0];
+    BOOST_TEST(r.path == "/api/");
+    BOOST_TEST(r.prefix);
+    BOOST_TEST((r.methods == std::vector<std::string>{"GET", "POST", "HEAD"}));
+    BOOST_TEST(r.status == 201u);
+    BOOST_TEST(r.headers.size() == 2u);
+    BOOST_TEST(r.delay == std::chrono::milliseconds(250));
+    BOOST_TEST(cfg.routes[1].echo);
+    BOOST_TEST(cfg.routes[1].methods.empty());
+}
+
+BOOST_AUTO_TEST_CASE(static_single_map_and_list) {
+    testing::temp_dir dir;
+    dir.write("site/index.html", "x");
+    auto root = (dir.path() / "site").string();
+    auto one = parse("frontend:\n  type: http\n  static: {root: '" + root + "'}\n");
+    BOOST_TEST_REQUIRE(one.statics.size() == 1u);
+    BOOST_TEST(one.statics[0].prefix == "/");
+    BOOST_TEST(one.statics[0].index == "index.html");
+    BOOST_TEST(one.statics[0].root == root);
+    auto two = parse("frontend:\n  type: http\n  static:\n    - {prefix: /assets, root: '" + root +
+                     "', index: ''}\n    - {prefix: /, root: '" + root + "'}\n");
+    BOOST_TEST_REQUIRE(two.statics.size() == 2u);
+    BOOST_TEST(two.statics[0].prefix == "/assets/");
+    BOOST_TEST(two.statics[0].index == "");
+}
+
+BOOST_AUTO_TEST_CASE(relative_root_resolves_against_the_config_file) {
+    testing::temp_dir dir;
+    dir.write("site/index.html", "x");
+    dir.write("conf/m0.yaml", "frontend:\n  type: http\n  static: {root: ../site}\n");
+    auto doc = m0::config_document::load((dir.path() / "conf/m0.yaml").string());
+    auto cfg = parse_frontend_config(doc.root().child("frontend"));
+    BOOST_TEST_REQUIRE(cfg.statics.size() == 1u);
+    BOOST_TEST(cfg.statics[0].root == std::filesystem::canonical(dir.path() / "site").string());
+}
+
+BOOST_AUTO_TEST_CASE(errors_name_the_key_and_the_location) {
+    auto e = error_of("frontend:\n  type: http\n  rutes: []\n");
+    BOOST_TEST(contains(e, "rutes"));
+    BOOST_TEST(contains(e, "test.yaml:3"));
+
+    e = error_of("frontend:\n  type: http\n  routes:\n    - {path: /x, bdy: hi}\n");
+    BOOST_TEST(contains(e, "bdy"));
+    BOOST_TEST(contains(e, "test.yaml:4"));
+
+    e = error_of("frontend:\n  type: http\n  routes:\n    - {body: hi}\n");
+    BOOST_TEST(contains(e, "path"));
+
+    e = error_of("frontend:\n  type: http\n  routes:\n    - {path: hello}\n");
+    BOOST_TEST(contains(e, "path"));
+
+    e = error_of("frontend:\n  type: http\n  routes:\n    - {path: /x, status: 42}\n");
+    BOOST_TEST(contains(e, "status"));
+
+    e = error_of("frontend:\n  type: http\n  routes:\n    - {path: /x, headers: {Content-Length: '5'}}\n");
+    BOOST_TEST(contains(e, "Content-Length"));
+
+    e = error_of("frontend:\n  type: http\n  routes:\n    - {path: /x, echo: true, body: hi}\n");
+    BOOST_TEST(contains(e, "echo"));
+
+    e = error_of("frontend:\n  type: http\n  routes:\n    - {path: /x, delay: soon}\n");
+    BOOST_TEST(contains(e, "delay"));
+
+    e = error_of("frontend:\n  type: http\n  static: {root: /nonexistent/m0/site}\n");
+    BOOST_TEST(contains(e, "root"));
+    BOOST_TEST(contains(e, "/nonexistent/m0/site"));
+
+    e = error_of("frontend:\n  type: http\n  static: {root: /, indx: a.html}\n");
+    BOOST_TEST(contains(e, "indx"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
