@@ -1,0 +1,373 @@
+// Running a WSGI application for one request and shaping its response:
+// a sequence becomes one Content-Length response, an iterator streams
+// (begin + write per chunk), a file_wrapper over a real file is sendfile'd.
+#include "wsgi_call.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <m0/log.hpp>
+#include <m0/python/errors.hpp>
+#include <m0/python/gil.hpp>
+
+#include "wsgi_objects.hpp"
+
+namespace m0::wsgi {
+using python::py_ref;
+
+void stream_link::on_written(std::size_t n) {
+    bool gone_now = ex->client_gone();
+    bool arm = false;
+    {
+        std::lock_guard lock(mutex);
+        unwritten -= n;
+        if (gone_now) {
+            gone = true;
+        } else if (!waiting_drain && ex->pending_bytes() > high_water) {
+            waiting_drain = arm = true;
+        }
+    }
+    if (arm) {
+        ex->when_drained(high_water / 2, [self = shared_from_this()] {
+            {
+                std::lock_guard lock(self->mutex);
+                self->waiting_drain = false;
+                if (self->ex->client_gone()) self->gone = true;
+            }
+            self->room.notify_all();
+        });
+    }
+    room.notify_all();
+}
+
+wsgi_call::wsgi_call(application& app, http::exchange_ptr ex, request_facts facts)
+    : app_(app), ex_(std::move(ex)), req_(&ex_->req()), facts_(std::move(facts)),
+      reactor_thread_(std::this_thread::get_id()) {}
+
+wsgi_call::~wsgi_call() {
+    if (file_fd_ >= 0) ::close(file_fd_);
+}
+
+std::string wsgi_call::describe() const {
+    return "wsgi: " + std::string(req_->method) + " " + std::string(req_->target);
+}
+
+void wsgi_call::fail(const char* what) {
+    python::log_exception(describe() + ": " + what);
+    outcome_ = headers_sent_ ? outcome::abort : outcome::error;
+}
+
+void wsgi_call::run(completion_port& port) noexcept {
+    port_ = &port;
+    on_reactor_ = std::this_thread::get_id() == reactor_thread_;
+    python::gil_scope gil;
+    request_objects objects;
+    if (!objects.acquire(this, req_->body.data(), req_->body.size())) {
+        fail("cannot create the request objects");
+        objects.release();
+        return;
+    }
+    writer_ = objects.writer();
+    {
+        py_ref environ(app_.environ->build(*req_, facts_, objects.input()));
+        if (!environ) {
+            fail("cannot build the environ");
+        } else {
+            PyObject* args[2] = {environ.get(), objects.start_response()};
+            py_ref result(PyObject_Vectorcall(app_.callable.get(), args, 2, nullptr));
+            if (!result) {
+                fail("the application raised");
+            } else {
+                consume(result.get());
+                close_iterable(result.get());
+            }
+        }
+    }
+    objects.release();
+    writer_ = nullptr;
+}
+
+void wsgi_call::consume(PyObject* result) {
+    if (Py_IS_TYPE(result, &file_wrapper_type) && try_sendfile(result)) return;
+    if (PyList_CheckExact(result) || PyTuple_CheckExact(result)) {
+        consume_sequence(result);
+        return;
+    }
+    consume_iterator(result);
+}
+
+bool wsgi_call::consume_sequence(PyObject* seq) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject** items = PySequence_Fast_ITEMS(seq);
+    std::size_t total = 0;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        if (!PyBytes_Check(items[i])) {
+            PyErr_Format(PyExc_TypeError, "the application's body contains %.100s, not bytes",
+                         Py_TYPE(items[i])->tp_name);
+            fail("bad response body");
+            return false;
+        }
+        total += static_cast<std::size_t>(PyBytes_GET_SIZE(items[i]));
+    }
+    if (!headers_sent_) {
+        if (!status_set_) {
+            PyErr_SetString(PyExc_AssertionError, "the application returned without calling start_response()");
+            fail("no response");
+            return false;
+        }
+        // The whole body is known: one response with Content-Length.
+        body_.reserve(total);
+        for (Py_ssize_t i = 0; i < n; ++i)
+            body_.append(PyBytes_AS_STRING(items[i]), static_cast<std::size_t>(PyBytes_GET_SIZE(items[i])));
+        if (head_.content_length && *head_.content_length < body_.size()) body_.resize(*head_.content_length);
+        outcome_ = outcome::respond;
+        return true;
+    }
+    // write() already started the response: the rest follows it.
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        Py_ssize_t size = PyBytes_GET_SIZE(items[i]);
+        if (size && !send_chunk(PyBytes_AS_STRING(items[i]), static_cast<std::size_t>(size))) break;
+    }
+    outcome_ = outcome::streamed;
+    return true;
+}
+
+void wsgi_call::consume_iterator(PyObject* result) {
+    py_ref it(PyObject_GetIter(result));
+    if (!it) {
+        fail("the application did not return an iterable");
+        return;
+    }
+    bool whole = false;  // body_ already holds the declared Content-Length
+    bool warned = false;
+    for (;;) {
+        if (stream_ && !wait_for_room()) break;  // the client is gone: stop producing
+        py_ref item(PyIter_Next(it.get()));
+        if (!item) {
+            if (PyErr_Occurred()) {
+                fail("the application's iterable raised");
+                return;
+            }
+            break;
+        }
+        if (!PyBytes_Check(item.get())) {
+            PyErr_Format(PyExc_TypeError, "the application yielded %.100s, not bytes", Py_TYPE(item.get())->tp_name);
+            fail("bad response body");
+            return;
+        }
+        auto size = static_cast<std::size_t>(PyBytes_GET_SIZE(item.get()));
+        const char* data = PyBytes_AS_STRING(item.get());
+        if (size == 0) continue;
+        if (!status_set_) {
+            PyErr_SetString(PyExc_AssertionError, "start_response() was not called before the first body chunk");
+            fail("no response");
+            return;
+        }
+        if (whole || (head_.content_length && sent_ + size > *head_.content_length)) {
+            if (!warned) log::warning(describe() + ": body longer than its Content-Length; excess dropped");
+            warned = true;
+            if (whole) continue;
+        }
+        if (!headers_sent_ && head_.content_length && size >= *head_.content_length) {
+            // The first chunk is the whole declared body (Django, Werkzeug):
+            // answer with one write instead of a stream.
+            body_.assign(data, static_cast<std::size_t>(*head_.content_length));
+            whole = true;
+            continue;
+        }
+        if (!send_chunk(data, size)) break;
+    }
+    if (whole || !headers_sent_) {
+        if (!status_set_) {
+            PyErr_SetString(PyExc_AssertionError, "the application never called start_response()");
+            fail("no response");
+            return;
+        }
+        outcome_ = outcome::respond;
+        return;
+    }
+    outcome_ = outcome::streamed;
+}
+
+bool wsgi_call::try_sendfile(PyObject* wrapper) {
+    auto* fw = reinterpret_cast<file_wrapper_object*>(wrapper);
+    if (!status_set_ || headers_sent_) return false;
+    py_ref fileno(PyObject_CallMethod(fw->filelike, "fileno", nullptr));
+    long fd = fileno ? PyLong_AsLong(fileno.get()) : -1;
+    if (fd < 0) {
+        PyErr_Clear();  // not a real file: iterate it instead
+        return false;
+    }
+    struct stat st {};
+    if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    // tell() rather than the descriptor's offset: a buffered file object may
+    // have read ahead.
+    long long offset = -1;
+    py_ref pos(PyObject_CallMethod(fw->filelike, "tell", nullptr));
+    if (pos) offset = PyLong_AsLongLong(pos.get());
+    if (offset < 0) {
+        PyErr_Clear();
+        offset = lseek(static_cast<int>(fd), 0, SEEK_CUR);
+        if (offset < 0) return false;
+    }
+    auto size = static_cast<std::uint64_t>(st.st_size);
+    auto off = std::min(static_cast<std::uint64_t>(offset), size);
+    std::uint64_t length = size - off;
+    if (head_.content_length && *head_.content_length < length) length = *head_.content_length;
+    int own = fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 0);
+    if (own < 0) return false;
+    file_fd_ = own;
+    file_offset_ = off;
+    file_length_ = length;
+    outcome_ = outcome::file;
+    return true;
+}
+
+bool wsgi_call::wait_for_room() {
+    // Under the inline executor posted tasks run only after run() returns:
+    // waiting for them here would wait forever.
+    if (on_reactor_) return true;
+    stream_link& s = *stream_;
+    std::unique_lock lock(s.mutex);
+    auto ready = [&s] { return s.gone || (s.unwritten <= s.high_water && !s.waiting_drain); };
+    if (!ready()) {
+        lock.unlock();
+        python::gil_release no_gil;
+        lock.lock();
+        s.room.wait(lock, ready);
+        lock.unlock();  // before the GIL is taken back
+    } else {
+        lock.unlock();
+    }
+    std::lock_guard again(s.mutex);
+    return !s.gone;
+}
+
+bool wsgi_call::send_chunk(const char* data, std::size_t size) {
+    if (!stream_) stream_ = std::make_shared<stream_link>(ex_, app_.config.stream_buffer);
+    else if (!wait_for_room()) return false;
+    if (head_.content_length) {
+        std::uint64_t left = *head_.content_length - sent_;
+        if (size > left) size = static_cast<std::size_t>(left);
+        if (size == 0) return true;
+    }
+    if (!headers_sent_) {
+        headers_sent_ = true;
+        port_->post_fn([link = stream_, status = head_.status, headers = std::move(head_.headers),
+                        length = head_.content_length]() mutable {
+            link->ex->begin(status, std::move(headers), length);
+        });
+    }
+    sent_ += size;
+    {
+        std::lock_guard lock(stream_->mutex);
+        stream_->unwritten += size;
+    }
+    port_->post_fn([link = stream_, chunk = std::string(data, size)]() mutable {
+        std::size_t n = chunk.size();
+        link->ex->write(std::move(chunk));
+        link->on_written(n);
+    });
+    return true;
+}
+
+void wsgi_call::close_iterable(PyObject* result) {
+    if (PyList_CheckExact(result) || PyTuple_CheckExact(result)) return;
+    py_ref close(PyObject_GetAttrString(result, "close"));
+    if (!close) {
+        PyErr_Clear();
+        return;
+    }
+    py_ref r(PyObject_CallNoArgs(close.get()));
+    if (!r) python::log_exception(describe() + ": the iterable's close() raised");
+}
+
+PyObject* wsgi_call::start_response(PyObject* status, PyObject* headers, PyObject* exc_info) {
+    if (exc_info != Py_None) {
+        if (headers_sent_) {
+            // PEP 3333: too late to change the response; re-raise the error.
+            if (!PyTuple_Check(exc_info) || PyTuple_GET_SIZE(exc_info) != 3) {
+                PyErr_SetString(PyExc_TypeError, "exc_info must be a (type, value, traceback) tuple");
+                return nullptr;
+            }
+            PyObject* t = PyTuple_GET_ITEM(exc_info, 0);
+            PyObject* v = PyTuple_GET_ITEM(exc_info, 1);
+            PyObject* tb = PyTuple_GET_ITEM(exc_info, 2);
+            Py_XINCREF(t);
+            Py_XINCREF(v);
+            if (tb == Py_None) tb = nullptr;
+            Py_XINCREF(tb);
+            PyErr_Restore(t, v, tb);
+            return nullptr;
+        }
+    } else if (status_set_) {
+        PyErr_SetString(PyExc_AssertionError, "start_response() called a second time without exc_info");
+        return nullptr;
+    }
+    response_head head;
+    if (!parse_status(status, head.status) || !parse_headers(headers, head)) return nullptr;
+    head_ = std::move(head);
+    status_set_ = true;
+    return Py_NewRef(writer_);
+}
+
+PyObject* wsgi_call::write(PyObject* data) {
+    if (!status_set_) {
+        PyErr_SetString(PyExc_AssertionError, "write() called before start_response()");
+        return nullptr;
+    }
+    if (!PyBytes_Check(data)) {
+        PyErr_Format(PyExc_TypeError, "write() argument must be bytes, not %.100s", Py_TYPE(data)->tp_name);
+        return nullptr;
+    }
+    Py_ssize_t size = PyBytes_GET_SIZE(data);
+    if (size && !send_chunk(PyBytes_AS_STRING(data), static_cast<std::size_t>(size))) {
+        PyErr_SetString(PyExc_ConnectionResetError, "the client disconnected");
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
+void wsgi_call::complete(bool cancelled) noexcept {
+    if (cancelled) {
+        ex_->respond(503, {{"Content-Type", "text/plain; charset=utf-8"}}, "Service Unavailable\n");
+        return;
+    }
+    switch (outcome_) {
+    case outcome::respond:
+        if (body_.empty() && head_.content_length && req_->method == "HEAD") {
+            // A HEAD answer announces the length a GET would have (Werkzeug
+            // sends none of the body); no body follows either way.
+            ex_->begin(head_.status, std::move(head_.headers), head_.content_length);
+            ex_->end();
+        } else {
+            ex_->respond(head_.status, std::move(head_.headers), std::move(body_));
+        }
+        break;
+    case outcome::streamed:
+        if (ex_->client_gone() || (head_.content_length && sent_ != *head_.content_length))
+            ex_->abort();
+        else
+            ex_->end();
+        break;
+    case outcome::file:
+        ex_->begin(head_.status, std::move(head_.headers), file_length_);
+        if (file_length_ > 0) {
+            ex_->write_file(file_fd_, file_offset_, file_length_);
+        } else {
+            ::close(file_fd_);
+        }
+        file_fd_ = -1;
+        ex_->end();
+        break;
+    case outcome::error:
+        ex_->respond(500, {{"Content-Type", "text/plain; charset=utf-8"}}, "Internal Server Error\n");
+        break;
+    case outcome::abort:
+        ex_->abort();
+        break;
+    }
+}
+
+}  // namespace m0::wsgi

@@ -1,0 +1,98 @@
+#pragma once
+// One WSGI request as an executor job: run() calls the application on an
+// executor thread (GIL held there only), complete() answers on the reactor.
+#include <Python.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <m0/executor.hpp>
+#include <m0/http.hpp>
+#include <m0/python/ref.hpp>
+
+#include "response_head.hpp"
+#include "wsgi_environ.hpp"
+#include "wsgi_settings.hpp"
+
+namespace m0::wsgi {
+
+// What every request of a frontend shares. The Python parts are touched with
+// the GIL held only.
+struct application {
+    settings config;
+    python::py_ref callable;
+    std::unique_ptr<environ_builder> environ;
+};
+
+// A streamed response's link between the executor thread producing chunks
+// and the reactor writing them: bounds what is queued (flow control) and
+// tells the producer when the client went away.
+struct stream_link : std::enable_shared_from_this<stream_link> {
+    stream_link(http::exchange_ptr e, std::size_t high) : ex(std::move(e)), high_water(high) {}
+    // Reactor: after handing `n` bytes to the exchange.
+    void on_written(std::size_t n);
+
+    http::exchange_ptr ex;
+    const std::size_t high_water;
+    std::mutex mutex;
+    std::condition_variable room;
+    std::size_t unwritten = 0;    // posted, not yet given to the exchange
+    bool waiting_drain = false;   // the exchange holds more than high_water
+    bool gone = false;            // the client disconnected
+};
+
+class wsgi_call final : public job {
+public:
+    wsgi_call(application& app, http::exchange_ptr ex, request_facts facts);
+    ~wsgi_call() override;
+    void run(completion_port& port) noexcept override;
+    void complete(bool cancelled) noexcept override;
+
+    // Called by the start_response / write() objects, GIL held. Return a new
+    // reference, or null with a Python exception set.
+    PyObject* start_response(PyObject* status, PyObject* headers, PyObject* exc_info);
+    PyObject* write(PyObject* data);
+
+private:
+    enum class outcome { respond, streamed, file, error, abort };
+
+    void consume(PyObject* result);
+    bool consume_sequence(PyObject* seq);
+    void consume_iterator(PyObject* result);
+    bool try_sendfile(PyObject* wrapper);
+    // Sends one non-empty chunk on the streamed path; false (exception set)
+    // if the client is gone.
+    bool send_chunk(const char* data, std::size_t size);
+    bool wait_for_room();
+    void fail(const char* what);
+    void close_iterable(PyObject* result);
+    std::string describe() const;
+
+    application& app_;
+    http::exchange_ptr ex_;
+    const http::request* req_;
+    request_facts facts_;
+    std::thread::id reactor_thread_;
+    completion_port* port_ = nullptr;
+    PyObject* writer_ = nullptr;  // the write() callable start_response returns
+    bool on_reactor_ = false;  // the inline executor: posted tasks run only after run()
+
+    response_head head_;
+    bool status_set_ = false;
+    bool headers_sent_ = false;  // begin() was posted
+    std::uint64_t sent_ = 0;     // body bytes posted on the streamed path
+    outcome outcome_ = outcome::error;
+    std::string body_;
+    int file_fd_ = -1;
+    std::uint64_t file_offset_ = 0, file_length_ = 0;
+    std::shared_ptr<stream_link> stream_;
+};
+
+}  // namespace m0::wsgi

@@ -1,0 +1,45 @@
+#pragma once
+// Building the PEP 3333 environ: the hot Python part of every request.
+// Constant keys are interned once, constant values live in a template dict
+// that each request copies (a flat memory copy in CPython), and values that
+// repeat from request to request (method, Host, User-Agent...) are reused.
+#include <Python.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <m0/http.hpp>
+#include <m0/python/ref.hpp>
+
+#include "wsgi_settings.hpp"
+
+namespace m0::wsgi {
+
+// What the reactor prepared for the environ, so the GIL holder does no
+// string formatting it can avoid.
+struct request_facts {
+    std::string path_info;    // percent-decoded, after url_prefix
+    std::string remote_addr;
+    std::string server_name;
+    std::uint16_t remote_port = 0;
+    std::uint16_t server_port = 0;
+};
+
+class environ_builder {
+public:
+    // GIL held. Throws std::runtime_error if Python objects cannot be made.
+    explicit environ_builder(const settings& s);
+    ~environ_builder();  // GIL held
+    environ_builder(const environ_builder&) = delete;
+    environ_builder& operator=(const environ_builder&) = delete;
+
+    // New environ dict, or null with a Python exception set. GIL held.
+    PyObject* build(const http::request& req, const request_facts& facts, PyObject* input);
+
+private:
+    struct impl;
+    impl* impl_;
+};
+
+}  // namespace m0::wsgi

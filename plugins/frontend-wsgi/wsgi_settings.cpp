@@ -1,0 +1,81 @@
+// Validation of the `frontend:` keys of the WSGI frontend.
+#include "wsgi_settings.hpp"
+
+#include <filesystem>
+
+#include <m0/config.hpp>
+
+namespace m0::wsgi {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string absolute_from(const std::string& base, const std::string& p) {
+    fs::path path(p);
+    if (path.is_relative()) path = fs::path(base) / path;
+    return path.lexically_normal().string();
+}
+
+static_mount read_mount(const config_node& node) {
+    if (!node.is_map()) node.fail("", "expected a map with 'prefix' and 'root'");
+    node.allow_keys({"prefix", "root"});
+    static_mount m;
+    m.prefix = node.string("prefix", "/static/");
+    if (m.prefix.empty() || m.prefix.front() != '/') node.fail("prefix", "must start with '/'");
+    if (m.prefix.back() != '/') m.prefix += '/';
+    auto root = node.optional_string("root");
+    if (!root || root->empty()) node.fail("root", "the directory to serve is required");
+    m.root = absolute_from(node.base_dir(), *root);
+    std::error_code ec;
+    if (!fs::is_directory(m.root, ec)) node.fail("root", "'" + m.root + "' is not a directory");
+    while (m.root.size() > 1 && m.root.back() == '/') m.root.pop_back();
+    return m;
+}
+
+}  // namespace
+
+settings read_settings(const config_node& section, const config_node& root) {
+    section.allow_keys({"type", "app", "url_prefix", "chdir", "static", "stream_buffer"});
+    settings s;
+    auto app = section.optional_string("app");
+    if (!app || app->empty())
+        section.fail("app", "the WSGI application is required, e.g. app: \"mysite.wsgi:application\"");
+    s.app = *app;
+
+    s.url_prefix = section.string("url_prefix", "");
+    if (!s.url_prefix.empty()) {
+        if (s.url_prefix.front() != '/') section.fail("url_prefix", "must start with '/'");
+        while (!s.url_prefix.empty() && s.url_prefix.back() == '/') s.url_prefix.pop_back();
+    }
+
+    if (auto dir = section.optional_string("chdir"); dir && !dir->empty()) {
+        s.chdir = absolute_from(section.base_dir(), *dir);
+        std::error_code ec;
+        if (!fs::is_directory(s.chdir, ec)) section.fail("chdir", "'" + s.chdir + "' is not a directory");
+    }
+
+    config_node statics = section.child("static");
+    if (statics.present()) {
+        if (statics.is_sequence()) {
+            for (const auto& item : statics.items()) s.statics.push_back(read_mount(item));
+        } else {
+            s.statics.push_back(read_mount(statics));
+        }
+    }
+
+    s.stream_buffer = section.byte_size("stream_buffer", 1 << 20, std::uint64_t(1) << 32);
+    if (s.stream_buffer < 4096) section.fail("stream_buffer", "must be at least 4k");
+
+    // Read without recording a default: server.workers belongs to the core.
+    config_node server = root.child("server");
+    if (server.present() && server.is_map() && server.has("workers")) {
+        try {
+            s.multiprocess = std::stoll(server.child("workers").as_string()) > 1;
+        } catch (const std::exception&) {
+            // The core reports a malformed value.
+        }
+    }
+    return s;
+}
+
+}  // namespace m0::wsgi

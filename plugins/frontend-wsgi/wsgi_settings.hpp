@@ -1,0 +1,31 @@
+#pragma once
+// The `frontend:` section of a WSGI deployment, validated.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace m0 {
+class config_node;
+}
+
+namespace m0::wsgi {
+
+// Files under `root` served natively (no Python) at URLs under `prefix`.
+struct static_mount {
+    std::string prefix;  // always ends with '/'
+    std::string root;    // absolute directory
+};
+
+struct settings {
+    std::string app;          // "package.module:callable"
+    std::string url_prefix;   // SCRIPT_NAME: "" or "/mount" (no trailing '/')
+    std::string chdir;        // absolute, or empty
+    std::vector<static_mount> statics;
+    std::size_t stream_buffer = 1 << 20;  // queued bytes before a streaming app waits
+    bool multiprocess = false;            // server.workers > 1 (one interpreter per process)
+};
+
+// Throws m0::config_error naming the offending key.
+settings read_settings(const config_node& section, const config_node& root);
+
+}  // namespace m0::wsgi

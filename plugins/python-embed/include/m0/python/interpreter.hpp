@@ -1,0 +1,44 @@
+#pragma once
+// Starting the one embedded interpreter of the process, and the per-thread
+// Python state of the threads that run Python code.
+#include <string>
+#include <vector>
+
+#include <m0/executor.hpp>
+#include <m0/python/api.hpp>
+
+namespace m0 {
+class config_node;
+}
+
+namespace m0::python {
+
+struct interpreter_settings {
+    std::string venv;               // empty: none (VIRTUAL_ENV is read by read_settings)
+    std::vector<std::string> path;  // prepended to sys.path, in order
+    std::string chdir;              // working directory to switch to first; empty: stay
+};
+
+// Validates the top-level `python:` section of `root` (absent is fine) and
+// returns the settings; relative paths resolve against the config file's
+// directory. `chdir` is left empty: the frontend that owns that key fills it.
+M0PY_API interpreter_settings read_settings(const config_node& root);
+
+// Starts the interpreter once per process (later calls only add path entries
+// not yet on sys.path) and returns with the GIL released: every later use of
+// Python goes through gil_scope. Throws std::runtime_error with a one-line
+// reason if the interpreter cannot start or the venv does not exist.
+M0PY_API void start(const interpreter_settings& settings);
+M0PY_API bool started() noexcept;
+
+// Give the calling thread a Python thread state of its own, kept for the
+// thread's life, so taking the GIL per job costs no allocation. attach is
+// idempotent; detach destroys the state (takes the GIL to do so).
+M0PY_API void attach_thread();
+M0PY_API void detach_thread();
+
+// Hooks for executor::add_thread_hooks that attach/detach each executor
+// thread. Extra per-thread setup/teardown can be chained by the caller.
+M0PY_API thread_hooks make_thread_hooks();
+
+}  // namespace m0::python

@@ -1,0 +1,174 @@
+// Interpreter start-up: venv, sys.path, working directory, and the
+// per-thread Python thread states of executor threads.
+#include <m0/python/interpreter.hpp>
+
+#include <Python.h>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <stdexcept>
+#include <system_error>
+
+#include <m0/config.hpp>
+#include <m0/log.hpp>
+#include <m0/python/errors.hpp>
+#include <m0/python/gil.hpp>
+#include <m0/python/ref.hpp>
+
+namespace m0::python {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::mutex start_mutex;
+bool is_started = false;
+std::string started_venv;
+thread_local PyThreadState* thread_state = nullptr;
+
+std::string resolve(const std::string& base, const std::string& p) {
+    if (p.empty()) return p;
+    fs::path path(p);
+    if (path.is_relative()) path = fs::path(base) / path;
+    return path.lexically_normal().string();
+}
+
+// Plugins are loaded RTLD_LOCAL, so libpython arrives in the process with
+// its symbols hidden from later dlopens; C extension modules (lib-dynload,
+// site-packages) are not linked against libpython and expect them global.
+void make_libpython_global() {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&Py_InitializeFromConfig), &info) && info.dli_fname) {
+        if (!dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL))
+            log::warning(std::string("python: cannot make libpython global: ") + dlerror());
+    }
+}
+
+void check_status(PyStatus status, PyConfig& config, const char* what) {
+    if (PyStatus_Exception(status)) {
+        std::string msg = std::string("python: ") + what + ": " +
+                          (status.err_msg ? status.err_msg : "failed");
+        PyConfig_Clear(&config);
+        throw std::runtime_error(msg);
+    }
+}
+
+void initialize(const interpreter_settings& s) {
+    make_libpython_global();
+    PyConfig config;
+    PyConfig_InitPythonConfig(&config);
+    // m0 owns the process: its signals, its argv, its stdio.
+    config.install_signal_handlers = 0;
+    config.parse_argv = 0;
+    config.buffered_stdio = 0;  // the process may end without Py_Finalize
+    // getpath finds pyvenv.cfg next to the executable and site.py then adds
+    // the venv's site-packages, exactly as `venv/bin/python` would.
+    std::string exe = s.venv.empty() ? std::string(M0PY_DEFAULT_EXECUTABLE)
+                                     : (fs::path(s.venv) / "bin" / "python").string();
+    check_status(PyConfig_SetBytesString(&config, &config.program_name, exe.c_str()), config,
+                 "program name");
+    check_status(PyConfig_SetBytesString(&config, &config.executable, exe.c_str()), config,
+                 "executable");
+    check_status(Py_InitializeFromConfig(&config), config, "cannot start the interpreter");
+    PyConfig_Clear(&config);
+}
+
+// Prepends the entries not yet on sys.path, keeping their order. GIL held.
+void prepend_sys_path(const std::vector<std::string>& entries) {
+    PyObject* sys_path = PySys_GetObject("path");  // borrowed
+    if (!sys_path || !PyList_Check(sys_path)) return;
+    Py_ssize_t at = 0;
+    for (const auto& e : entries) {
+        py_ref item(PyUnicode_DecodeFSDefault(e.c_str()));
+        if (!item) {
+            log_exception("python: bad sys.path entry");
+            continue;
+        }
+        int found = PySequence_Contains(sys_path, item.get());
+        if (found == 0) PyList_Insert(sys_path, at++, item.get());
+        if (found < 0) PyErr_Clear();
+    }
+}
+
+}  // namespace
+
+interpreter_settings read_settings(const config_node& root) {
+    interpreter_settings s;
+    config_node py = root.child("python");
+    if (!py.present()) {
+        if (const char* env = std::getenv("VIRTUAL_ENV"); env && *env) s.venv = env;
+        return s;
+    }
+    if (!py.is_map()) py.fail("", "expected a map (venv, path)");
+    py.allow_keys({"venv", "path"});
+    const std::string base = py.base_dir();
+    if (auto venv = py.optional_string("venv")) {
+        s.venv = resolve(base, *venv);
+    } else if (const char* env = std::getenv("VIRTUAL_ENV"); env && *env) {
+        s.venv = env;
+    }
+    if (!s.venv.empty() && !fs::exists(fs::path(s.venv) / "pyvenv.cfg"))
+        py.fail("venv", "'" + s.venv + "' is not a virtual environment (no pyvenv.cfg)");
+    for (const auto& p : py.string_list("path", {})) s.path.push_back(resolve(base, p));
+    return s;
+}
+
+void start(const interpreter_settings& s) {
+    std::lock_guard lock(start_mutex);
+    if (!s.chdir.empty()) {
+        std::error_code ec;
+        fs::current_path(s.chdir, ec);
+        if (ec) throw std::runtime_error("cannot chdir to '" + s.chdir + "': " + ec.message());
+    }
+    if (!s.venv.empty() && !fs::exists(fs::path(s.venv) / "pyvenv.cfg"))
+        throw std::runtime_error("python venv '" + s.venv + "' is not a virtual environment (no pyvenv.cfg)");
+    bool first = !is_started;
+    if (first) {
+        initialize(s);
+        is_started = true;
+        started_venv = s.venv;
+        PyEval_SaveThread();  // the main thread gives the GIL up for good
+    } else if (s.venv != started_venv) {
+        log::warning("python: the interpreter already runs with venv '" + started_venv +
+                     "'; ignoring venv '" + s.venv + "'");
+    }
+    gil_scope gil;
+    // Like `python -m`: the working directory comes first on sys.path, then
+    // python.path entries in front of it.
+    std::vector<std::string> entries = s.path;
+    std::error_code ec;
+    entries.push_back(fs::current_path(ec).string());
+    prepend_sys_path(entries);
+}
+
+bool started() noexcept {
+    std::lock_guard lock(start_mutex);
+    return is_started;
+}
+
+void attach_thread() {
+    if (thread_state) return;
+    PyInterpreterState* interp = PyInterpreterState_Main();
+    // Needs no GIL; registers the state as this thread's PyGILState too.
+    thread_state = PyThreadState_New(interp);
+}
+
+void detach_thread() {
+    if (!thread_state) return;
+    PyEval_RestoreThread(thread_state);
+    PyThreadState_Clear(thread_state);
+    PyThreadState_DeleteCurrent();  // also releases the GIL
+    thread_state = nullptr;
+}
+
+thread_hooks make_thread_hooks() {
+    return thread_hooks{[] { attach_thread(); }, [] { detach_thread(); }};
+}
+
+// Exposed to gil.cpp only.
+PyThreadState* current_thread_state() noexcept { return thread_state; }
+
+}  // namespace m0::python

@@ -1,0 +1,126 @@
+"""The Django and Flask examples driven end to end through their configs:
+GET (template, JSON), POST with CSRF, static files, 404 and 500, for both
+executors."""
+import json
+import os
+import re
+import time
+
+import pytest
+
+import m0test
+from conftest import TEST_VENV
+
+CONFIGS = os.path.join(m0test.SOURCE_DIR, "configs")
+
+
+@pytest.fixture
+def site(m0_server, executor):
+    def start(name):
+        return m0_server(os.path.join(CONFIGS, f"{name}.yaml"), "--set", f"executor.type={executor}",
+                         env={"VIRTUAL_ENV": TEST_VENV})
+    return start
+
+
+def cookies_of(resp):
+    jar = {}
+    for k, v in resp.headers:
+        if k.lower() == "set-cookie":
+            name, _, rest = v.partition("=")
+            jar[name.strip()] = rest.split(";", 1)[0]
+    return jar
+
+
+def cookie_header(jar):
+    return "; ".join(f"{k}={v}" for k, v in jar.items())
+
+
+def form_post(server, path, fields, jar, referer):
+    body = "&".join(f"{k}={v}" for k, v in fields.items()).encode()
+    return m0test.request(server.port, method="POST", path=path, body=body, headers={
+        "Content-Type": "application/x-www-form-urlencoded",
+        "Cookie": cookie_header(jar),
+        "Referer": referer,
+    })
+
+
+def wait_for_log(server, text, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while text not in server.output() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return text in server.output()
+
+
+def test_django_pages(site):
+    server = site("django")
+    r = m0test.request(server.port, path="/")
+    assert r.status == 200, server.output()
+    assert b"<h1>Notes</h1>" in r.body and b"/static/notes/site.css" in r.body
+    r = m0test.request(server.port, path="/api/notes")
+    assert r.status == 200 and r.header("Content-Type") == "application/json"
+    assert json.loads(r.body)["count"] == 2
+
+
+def test_django_static_served_natively(site):
+    server = site("django")
+    r = m0test.request(server.port, path="/static/notes/site.css")
+    assert r.status == 200 and b"font-family" in r.body
+    assert r.header("Content-Type").startswith("text/css")
+    assert m0test.request(server.port, path="/static/notes/nope.css").status == 404
+
+
+def test_django_form_post_with_csrf(site):
+    server = site("django")
+    r = m0test.request(server.port, path="/form")
+    assert r.status == 200
+    jar = cookies_of(r)
+    token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', r.body).group(1).decode()
+    assert "csrftoken" in jar
+    ok = form_post(server, "/form", {"csrfmiddlewaretoken": token, "text": "hello+m0"}, jar,
+                   "http://127.0.0.1/form")
+    assert ok.status == 200, ok.body
+    assert b"Thanks, you wrote: hello m0" in ok.body
+    # Without the token: Django's CSRF check refuses it.
+    bad = form_post(server, "/form", {"text": "no-token"}, jar, "http://127.0.0.1/form")
+    assert bad.status == 403
+
+
+def test_django_404_and_500(site):
+    server = site("django")
+    assert m0test.request(server.port, path="/no/such/page").status == 404
+    r = m0test.request(server.port, path="/boom")
+    assert r.status == 500
+    assert wait_for_log(server, "the example's deliberate error"), server.output()
+    assert m0test.request(server.port, path="/").status == 200
+
+
+def test_flask_pages_and_static(site):
+    server = site("flask")
+    r = m0test.request(server.port, path="/")
+    assert r.status == 200 and b"<h1>Notes</h1>" in r.body, server.output()
+    r = m0test.request(server.port, path="/api/notes")
+    assert r.status == 200 and json.loads(r.body)["count"] == 2
+    # Flask's static route answers with wsgi.file_wrapper over a real file.
+    r = m0test.request(server.port, path="/static/site.css")
+    assert r.status == 200 and b"font-family" in r.body
+    with open(os.path.join(m0test.SOURCE_DIR, "examples", "flask", "static", "site.css"), "rb") as f:
+        assert r.body == f.read()
+
+
+def test_flask_form_post_with_csrf(site):
+    server = site("flask")
+    r = m0test.request(server.port, path="/form")
+    jar = cookies_of(r)
+    token = re.search(rb'name="csrf_token" value="([^"]+)"', r.body).group(1).decode()
+    ok = form_post(server, "/form", {"csrf_token": token, "text": "hi+flask"}, jar, "http://127.0.0.1/form")
+    assert ok.status == 200 and b"Thanks, you wrote: hi flask" in ok.body
+    bad = form_post(server, "/form", {"csrf_token": "forged", "text": "x"}, jar, "http://127.0.0.1/form")
+    assert bad.status == 403
+
+
+def test_flask_404_and_500(site):
+    server = site("flask")
+    assert m0test.request(server.port, path="/missing").status == 404
+    assert m0test.request(server.port, path="/boom").status == 500
+    assert wait_for_log(server, "the example's deliberate error"), server.output()
+    assert m0test.request(server.port, path="/api/notes").status == 200

@@ -1,0 +1,95 @@
+"""Application loading: module:callable, factory calls, python.path,
+python.venv, chdir, and start-up failures that name their reason."""
+import os
+
+import pytest
+
+import m0test
+from conftest import APPS, TEST_VENV, wsgi_config
+
+
+def check(config_text, tmp_path, *args):
+    path = tmp_path / "m0.yaml"
+    path.write_text(config_text)
+    return m0test.run_m0("--config", str(path), "--check", *args, timeout=60)
+
+
+@pytest.mark.parametrize("app,reason", [
+    ("no_such_module:app", "ModuleNotFoundError: No module named 'no_such_module'"),
+    ("wsgi_apps:missing", "has no attribute 'missing'"),
+    ("wsgi_apps:not_callable", "is not callable"),
+    ("wsgi_apps:make_app(1, 2, 3)", "TypeError"),
+    ("broken_app:app", "ZeroDivisionError"),
+])
+def test_bad_application_stops_startup(tmp_path, app, reason):
+    (tmp_path / "broken_app.py").write_text("x = 1 / 0\n")
+    cfg = wsgi_config(app, "inline", extra="") + f"python:\n  path: [{tmp_path}]\n"
+    r = check(cfg, tmp_path)
+    assert r.returncode != 0
+    out = r.stdout + r.stderr
+    assert reason in out, out
+    # One line saying why, naming the app.
+    assert any(app.split("(")[0] in line and reason.split(":")[0] in line for line in out.splitlines()), out
+    if app.startswith("broken"):
+        assert "Traceback (most recent call last)" in out
+
+
+def test_missing_app_key_is_a_config_error(tmp_path):
+    r = check("frontend:\n  type: wsgi\n", tmp_path)
+    assert r.returncode != 0 and "frontend.app" in r.stderr
+
+
+def test_unknown_key_is_refused(tmp_path):
+    r = check(wsgi_config("wsgi_apps:hello", "inline", extra="  url_prefx: /x\n"), tmp_path)
+    assert r.returncode != 0 and "url_prefx" in r.stderr and "url_prefix" in r.stderr
+
+
+def test_bad_venv_is_refused(tmp_path):
+    r = check(wsgi_config("wsgi_apps:hello", "inline") + f"python:\n  venv: {tmp_path}/nope\n", tmp_path)
+    assert r.returncode != 0 and "python.venv" in r.stderr
+
+
+def test_factory_call(wsgi_server):
+    server = wsgi_server(app="wsgi_apps:make_app('made by factory')")
+    assert m0test.request(server.port, path="/").body == b"made by factory"
+
+
+def test_python_path_and_venv(m0_server, executor, tmp_path):
+    (tmp_path / "pathapp.py").write_text(
+        "import flask\n"
+        "def app(environ, start_response):\n"
+        "    start_response('200 OK', [('Content-Type', 'text/plain')])\n"
+        "    return [flask.__name__.encode()]\n")
+    cfg = (f"frontend:\n  type: wsgi\n  app: pathapp:app\n"
+           f"python:\n  venv: {TEST_VENV}\n  path: [{tmp_path}]\n"
+           f"executor:\n  type: {executor}\n")
+    server = m0_server(cfg, env={"VIRTUAL_ENV": ""})
+    assert m0test.request(server.port, path="/").body == b"flask"
+
+
+def test_relative_chdir_resolves_against_the_config_file(m0_server, executor, tmp_path):
+    app_dir = tmp_path / "site"
+    app_dir.mkdir()
+    (app_dir / "cwdapp.py").write_text(
+        "import os\n"
+        "def app(environ, start_response):\n"
+        "    start_response('200 OK', [('Content-Type', 'text/plain')])\n"
+        "    return [os.getcwd().encode()]\n")
+    cfg_path = tmp_path / "m0.yaml"
+    cfg_path.write_text(f"frontend:\n  type: wsgi\n  app: cwdapp:app\n  chdir: site\nexecutor:\n  type: {executor}\n")
+    server = m0_server(str(cfg_path))
+    assert m0test.request(server.port, path="/").body == str(app_dir).encode()
+
+
+def test_static_files_are_served_natively(wsgi_server, tmp_path):
+    (tmp_path / "css").mkdir()
+    (tmp_path / "css" / "site.css").write_text("body { color: red }\n")
+    server = wsgi_server(extra=f"  static:\n    - prefix: /assets/\n      root: {tmp_path}\n")
+    r = m0test.request(server.port, path="/assets/css/site.css")
+    assert r.status == 200 and r.body == b"body { color: red }\n"
+    assert r.header("Content-Type").startswith("text/css")
+    assert m0test.request(server.port, path="/assets/css/missing.css").status == 404
+    assert m0test.request(server.port, path="/assets/%2e%2e/%2e%2e/etc/passwd").status == 404
+    assert m0test.request(server.port, path="/assets/../../etc/passwd").status in (400, 404)
+    assert m0test.request(server.port, method="POST", path="/assets/css/site.css", body=b"x").status == 405
+    assert m0test.request(server.port, path="/hello").body == b"Hello, World!"
