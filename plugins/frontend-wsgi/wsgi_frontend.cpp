@@ -14,7 +14,7 @@
 #include <m0/python/gil.hpp>
 #include <m0/python/interpreter.hpp>
 
-#include "static_files.hpp"
+#include "static_mount.hpp"
 #include "wsgi_call.hpp"
 #include "wsgi_handler.hpp"
 #include "wsgi_objects.hpp"
@@ -29,7 +29,7 @@ public:
         app_.config = read_settings(*ctx.section, *ctx.root);
         python::interpreter_settings py = python::read_settings(*ctx.root);
         py.chdir = app_.config.chdir;
-        statics_ = std::make_unique<static_files>(app_.config.statics);
+        statics_ = std::make_unique<static_files::static_mounts>(app_.config.statics);
         python::start(py);
 
         python::gil_scope gil;
@@ -75,7 +75,7 @@ public:
 
 private:
     application app_;
-    std::unique_ptr<static_files> statics_;
+    std::unique_ptr<static_files::static_mounts> statics_;
     std::mutex mutex_;
     // Kept until the frontend goes: completions may still reach a handler's
     // jobs after its worker loop ended.

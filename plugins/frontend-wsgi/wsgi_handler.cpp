@@ -4,7 +4,7 @@
 namespace m0::wsgi {
 
 void wsgi_handler::on_request(http::exchange_ptr ex) {
-    if (statics_.try_serve(*ex)) return;
+    if (statics_.serve(ex)) return;
     const http::request& req = ex->req();
     std::string_view path = req.path;
     const std::string& prefix = app_.config.url_prefix;

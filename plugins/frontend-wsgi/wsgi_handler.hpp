@@ -5,20 +5,20 @@
 #include <m0/executor.hpp>
 #include <m0/http.hpp>
 
-#include "static_files.hpp"
+#include "static_mount.hpp"
 #include "wsgi_call.hpp"
 
 namespace m0::wsgi {
 
 class wsgi_handler final : public http::handler {
 public:
-    wsgi_handler(application& app, const static_files& statics, executor_lane& lane)
+    wsgi_handler(application& app, const static_files::static_mounts& statics, executor_lane& lane)
         : app_(app), statics_(statics), lane_(lane) {}
     void on_request(http::exchange_ptr ex) override;
 
 private:
     application& app_;
-    const static_files& statics_;
+    const static_files::static_mounts& statics_;
     executor_lane& lane_;
 };
 

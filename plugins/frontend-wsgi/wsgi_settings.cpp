@@ -16,22 +16,6 @@ std::string absolute_from(const std::string& base, const std::string& p) {
     return path.lexically_normal().string();
 }
 
-static_mount read_mount(const config_node& node) {
-    if (!node.is_map()) node.fail("", "expected a map with 'prefix' and 'root'");
-    node.allow_keys({"prefix", "root"});
-    static_mount m;
-    m.prefix = node.string("prefix", "/static/");
-    if (m.prefix.empty() || m.prefix.front() != '/') node.fail("prefix", "must start with '/'");
-    if (m.prefix.back() != '/') m.prefix += '/';
-    auto root = node.optional_string("root");
-    if (!root || root->empty()) node.fail("root", "the directory to serve is required");
-    m.root = absolute_from(node.base_dir(), *root);
-    std::error_code ec;
-    if (!fs::is_directory(m.root, ec)) node.fail("root", "'" + m.root + "' is not a directory");
-    while (m.root.size() > 1 && m.root.back() == '/') m.root.pop_back();
-    return m;
-}
-
 }  // namespace
 
 settings read_settings(const config_node& section, const config_node& root) {
@@ -54,14 +38,7 @@ settings read_settings(const config_node& section, const config_node& root) {
         if (!fs::is_directory(s.chdir, ec)) section.fail("chdir", "'" + s.chdir + "' is not a directory");
     }
 
-    config_node statics = section.child("static");
-    if (statics.present()) {
-        if (statics.is_sequence()) {
-            for (const auto& item : statics.items()) s.statics.push_back(read_mount(item));
-        } else {
-            s.statics.push_back(read_mount(statics));
-        }
-    }
+    s.statics = static_files::parse_static_mounts(section);
 
     s.stream_buffer = section.byte_size("stream_buffer", 1 << 20, std::uint64_t(1) << 32);
     if (s.stream_buffer < 4096) section.fail("stream_buffer", "must be at least 4k");

@@ -4,23 +4,20 @@
 #include <string>
 #include <vector>
 
+#include "static_config.hpp"
+
 namespace m0 {
 class config_node;
 }
 
 namespace m0::wsgi {
 
-// Files under `root` served natively (no Python) at URLs under `prefix`.
-struct static_mount {
-    std::string prefix;  // always ends with '/'
-    std::string root;    // absolute directory
-};
-
 struct settings {
     std::string app;          // "package.module:callable"
     std::string url_prefix;   // SCRIPT_NAME: "" or "/mount" (no trailing '/')
     std::string chdir;        // absolute, or empty
-    std::vector<static_mount> statics;
+    // Served natively (no Python) by the shared static-file library.
+    std::vector<static_files::static_mount_config> statics;
     std::size_t stream_buffer = 1 << 20;  // queued bytes before a streaming app waits
     bool multiprocess = false;            // server.workers > 1 (one interpreter per process)
 };

@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
-#include <system_error>
 
 #include <m0/config.hpp>
 
@@ -14,6 +12,8 @@
 
 namespace m0::frontend_http {
 namespace {
+
+using static_files::iequals;
 
 constexpr std::chrono::nanoseconds max_delay = std::chrono::hours(1);
 
@@ -97,30 +97,6 @@ route_config parse_route(const config_node& node) {
     return r;
 }
 
-static_config parse_static(const config_node& node) {
-    if (!node.is_map()) node.fail("", "expected a map with `root` (and optionally `prefix`, `index`)");
-    node.allow_keys({"prefix", "root", "index"});
-    static_config s;
-    s.prefix = node.string("prefix", "/");
-    if (s.prefix.empty() || s.prefix.front() != '/') node.fail("prefix", "expected a path starting with '/'");
-    if (s.prefix.find_first_of("*?#% ") != std::string::npos)
-        node.fail("prefix", "expected a plain path prefix (no '*', '?', '#', '%' or spaces)");
-    if (s.prefix.back() != '/') s.prefix.push_back('/');
-    auto root = node.optional_string("root");
-    if (!root || root->empty()) node.fail("root", "a static mount needs a `root` directory");
-    std::filesystem::path p(*root);
-    if (p.is_relative()) p = std::filesystem::path(node.base_dir()) / p;
-    std::error_code ec;
-    auto canonical = std::filesystem::weakly_canonical(p, ec);
-    if (ec || !std::filesystem::is_directory(canonical, ec))
-        node.fail("root", "not a directory: " + p.lexically_normal().string());
-    s.root = canonical.string();
-    s.index = node.string("index", "index.html");
-    if (s.index.find('/') != std::string::npos || s.index == "." || s.index == "..")
-        node.fail("index", "expected a file name (no '/')");
-    return s;
-}
-
 }  // namespace
 
 frontend_config parse_frontend_config(const config_node& section) {
@@ -131,22 +107,7 @@ frontend_config parse_frontend_config(const config_node& section) {
         if (!routes.is_sequence()) section.fail("routes", "expected a list of routes");
         for (const auto& item : routes.items()) cfg.routes.push_back(parse_route(item));
     }
-    auto statics = section.child("static");
-    if (statics.present()) {
-        if (statics.is_map()) {
-            cfg.statics.push_back(parse_static(statics));
-        } else if (statics.is_sequence()) {
-            for (const auto& item : statics.items()) {
-                auto s = parse_static(item);
-                for (const auto& other : cfg.statics) {
-                    if (other.prefix == s.prefix) item.fail("prefix", "another static mount already uses " + s.prefix);
-                }
-                cfg.statics.push_back(std::move(s));
-            }
-        } else {
-            section.fail("static", "expected a map {prefix, root, index} or a list of them");
-        }
-    }
+    cfg.statics = static_files::parse_static_mounts(section);
     return cfg;
 }
 

@@ -1,11 +1,13 @@
 #pragma once
 // The `frontend:` section of an http frontend, as validated plain data. The
-// runtime (router, fixed_route, static_files) never sees YAML.
+// runtime (router, fixed_route, static mounts) never sees YAML.
 #include <chrono>
 #include <string>
 #include <vector>
 
 #include <m0/http.hpp>
+
+#include "static_config.hpp"
 
 namespace m0 {
 class config_node;
@@ -24,15 +26,9 @@ struct route_config {
     std::chrono::nanoseconds delay{0}; // answer after this long (a reactor timer)
 };
 
-struct static_config {
-    std::string prefix = "/";          // always ends with '/'
-    std::string root;                  // absolute
-    std::string index = "index.html";  // empty: a directory is 404
-};
-
 struct frontend_config {
     std::vector<route_config> routes;   // in file order; first match wins
-    std::vector<static_config> statics; // in file order
+    std::vector<static_files::static_mount_config> statics; // in file order
 };
 
 // Validates `section` (the whole `frontend:` map, `type` included). Throws

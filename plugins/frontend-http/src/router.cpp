@@ -1,17 +1,12 @@
 #include "router.hpp"
 
-#include <algorithm>
-
 #include "status_response.hpp"
 
 namespace m0::frontend_http {
 
-router::router(frontend_config config) {
+router::router(frontend_config config) : statics_(config.statics) {
     routes_.reserve(config.routes.size());
     for (auto& r : config.routes) routes_.emplace_back(std::move(r));
-    for (const auto& s : config.statics) statics_.push_back(std::make_unique<static_files>(s));
-    std::stable_sort(statics_.begin(), statics_.end(),
-                     [](const auto& a, const auto& b) { return a->prefix().size() > b->prefix().size(); });
 }
 
 void router::on_request(http::exchange_ptr ex) {
@@ -26,16 +21,11 @@ void router::on_request(http::exchange_ptr ex) {
         if (path_only == nullptr) path_only = &route;
     }
     if (path_only != nullptr) {
-        respond_status(*ex, 405, {{"Allow", path_only->allowed_methods()}});
+        static_files::respond_status(*ex, 405, {{"Allow", path_only->allowed_methods()}});
         return;
     }
-    for (const auto& mount : statics_) {
-        if (mount->matches(req.path)) {
-            mount->serve(ex);
-            return;
-        }
-    }
-    respond_status(*ex, 404);
+    if (statics_.serve(ex)) return;
+    static_files::respond_status(*ex, 404);
 }
 
 }  // namespace m0::frontend_http

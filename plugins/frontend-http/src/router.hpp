@@ -1,14 +1,13 @@
 #pragma once
 // The http frontend's request handler: fixed routes first (in file order),
 // then static mounts (longest prefix first), else 404.
-#include <memory>
 #include <vector>
 
 #include <m0/http.hpp>
 
 #include "fixed_route.hpp"
 #include "frontend_config.hpp"
-#include "static_files.hpp"
+#include "static_mount.hpp"
 
 namespace m0::frontend_http {
 
@@ -20,7 +19,7 @@ public:
 
 private:
     std::vector<fixed_route> routes_;
-    std::vector<std::unique_ptr<static_files>> statics_;
+    static_files::static_mounts statics_;
 };
 
 }  // namespace m0::frontend_http

@@ -2,7 +2,7 @@
 
 #include "byte_range.hpp"
 
-using namespace m0::frontend_http;
+using namespace m0::static_files;
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include "cache_validators.hpp"
 #include "http_date.hpp"
 
-using namespace m0::frontend_http;
+using namespace m0::static_files;
 
 namespace {
 

@@ -9,7 +9,8 @@
 #include "file_root.hpp"
 #include "temp_dir.hpp"
 
-using namespace m0::frontend_http;
+using namespace m0::static_files;
+namespace testing = m0::frontend_http::testing;
 namespace fs = std::filesystem;
 
 namespace {

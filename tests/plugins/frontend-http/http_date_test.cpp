@@ -2,7 +2,7 @@
 
 #include "http_date.hpp"
 
-using namespace m0::frontend_http;
+using namespace m0::static_files;
 
 BOOST_AUTO_TEST_SUITE(http_dates)
 

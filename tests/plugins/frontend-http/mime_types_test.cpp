@@ -2,7 +2,7 @@
 
 #include "mime_types.hpp"
 
-using namespace m0::frontend_http;
+using namespace m0::static_files;
 
 BOOST_AUTO_TEST_SUITE(mime_types)
 

@@ -12,6 +12,7 @@ import m0test
 from conftest import TEST_VENV
 
 CONFIGS = os.path.join(m0test.SOURCE_DIR, "configs")
+DJANGO_CSS = os.path.join(m0test.SOURCE_DIR, "examples", "django", "notes", "static", "notes", "site.css")
 
 
 @pytest.fixture
@@ -67,6 +68,37 @@ def test_django_static_served_natively(site):
     assert r.status == 200 and b"font-family" in r.body
     assert r.header("Content-Type").startswith("text/css")
     assert m0test.request(server.port, path="/static/notes/nope.css").status == 404
+
+
+def test_django_static_revalidates_with_etag_and_date(site):
+    server = site("django")
+    first = m0test.request(server.port, path="/static/notes/site.css")
+    etag, last_modified = first.header("ETag"), first.header("Last-Modified")
+    assert first.status == 200 and etag and last_modified
+    r = m0test.request(server.port, path="/static/notes/site.css", headers={"If-None-Match": etag})
+    assert r.status == 304 and r.body == b"" and r.header("ETag") == etag
+    r = m0test.request(server.port, path="/static/notes/site.css", headers={"If-Modified-Since": last_modified})
+    assert r.status == 304 and r.body == b""
+    r = m0test.request(server.port, path="/static/notes/site.css", headers={"If-None-Match": '"other"'})
+    assert r.status == 200 and r.body == first.body
+
+
+def test_django_static_answers_byte_ranges(site):
+    server = site("django")
+    with open(DJANGO_CSS, "rb") as f:
+        data = f.read()
+    r = m0test.request(server.port, path="/static/notes/site.css", headers={"Range": "bytes=0-9"})
+    assert r.status == 206 and r.body == data[:10]
+    assert r.header("Content-Range") == f"bytes 0-9/{len(data)}"
+    assert r.header("Accept-Ranges") == "bytes"
+    r = m0test.request(server.port, path="/static/notes/site.css", headers={"Range": "bytes=-5"})
+    assert r.status == 206 and r.body == data[-5:]
+    r = m0test.request(server.port, path="/static/notes/site.css", headers={"Range": f"bytes={len(data)}-"})
+    assert r.status == 416 and r.header("Content-Range") == f"bytes */{len(data)}"
+    # A stale If-Range validator gets the whole file instead of a piece of a newer one.
+    r = m0test.request(server.port, path="/static/notes/site.css",
+                       headers={"Range": "bytes=0-9", "If-Range": '"stale"'})
+    assert r.status == 200 and r.body == data
 
 
 def test_django_form_post_with_csrf(site):

@@ -84,6 +84,8 @@ def test_relative_chdir_resolves_against_the_config_file(m0_server, executor, tm
 def test_static_files_are_served_natively(wsgi_server, tmp_path):
     (tmp_path / "css").mkdir()
     (tmp_path / "css" / "site.css").write_text("body { color: red }\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.html").write_text("<p>docs</p>\n")
     server = wsgi_server(extra=f"  static:\n    - prefix: /assets/\n      root: {tmp_path}\n")
     r = m0test.request(server.port, path="/assets/css/site.css")
     assert r.status == 200 and r.body == b"body { color: red }\n"
@@ -93,3 +95,15 @@ def test_static_files_are_served_natively(wsgi_server, tmp_path):
     assert m0test.request(server.port, path="/assets/../../etc/passwd").status in (400, 404)
     assert m0test.request(server.port, method="POST", path="/assets/css/site.css", body=b"x").status == 405
     assert m0test.request(server.port, path="/hello").body == b"Hello, World!"
+    # A directory answers with its index; without the slash it is redirected.
+    assert m0test.request(server.port, path="/assets/docs/").body == b"<p>docs</p>\n"
+    r = m0test.request(server.port, path="/assets/docs?x=1")
+    assert r.status == 301 and r.header("Location") == "/assets/docs/?x=1"
+
+
+def test_static_keys_are_those_of_the_http_frontend(tmp_path):
+    r = check(wsgi_config("wsgi_apps:hello", "inline", extra=f"  static: {{root: {tmp_path}, indx: a.html}}\n"),
+              tmp_path)
+    assert r.returncode != 0 and "indx" in r.stderr and "index" in r.stderr
+    r = check(wsgi_config("wsgi_apps:hello", "inline", extra=f"  static: {{root: {tmp_path}/nope}}\n"), tmp_path)
+    assert r.returncode != 0 and "frontend.static.root" in r.stderr and "not a directory" in r.stderr

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace m0::frontend_http {
+namespace m0::static_files {
 
 struct relative_path {
     std::string path;           // "a/b.txt"; "" for the mount's root
@@ -18,4 +18,4 @@ struct relative_path {
 // any ".." segment. Empty and "." segments are dropped.
 std::optional<relative_path> make_relative_path(std::string_view raw);
 
-}  // namespace m0::frontend_http
+}  // namespace m0::static_files

@@ -4,10 +4,10 @@
 
 #include <m0/http.hpp>
 
-namespace m0::frontend_http {
+namespace m0::static_files {
 
 // Answers `status` with its reason phrase as a text/plain body, plus `extra`
 // headers (Allow, Location...).
 void respond_status(http::exchange& ex, unsigned status, std::vector<http::response_header> extra = {});
 
-}  // namespace m0::frontend_http
+}  // namespace m0::static_files

@@ -5,7 +5,7 @@
 
 #include "ascii.hpp"
 
-namespace m0::frontend_http {
+namespace m0::static_files {
 namespace {
 
 // Small and sorted by nothing in particular: a linear scan over ~40 short
@@ -70,4 +70,4 @@ std::string_view mime_type_for(std::string_view file_name) noexcept {
     return fallback;
 }
 
-}  // namespace m0::frontend_http
+}  // namespace m0::static_files

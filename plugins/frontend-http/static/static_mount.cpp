@@ -1,5 +1,7 @@
-#include "static_files.hpp"
+#include "static_mount.hpp"
 
+#include <algorithm>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,7 +15,7 @@
 #include "request_path.hpp"
 #include "status_response.hpp"
 
-namespace m0::frontend_http {
+namespace m0::static_files {
 namespace {
 
 // Owns an fd until handed to the engine (write_file takes ownership).
@@ -40,15 +42,15 @@ std::string content_range(const byte_range& r, std::uint64_t size) {
 
 }  // namespace
 
-static_files::static_files(const static_config& config)
+static_mount::static_mount(const static_mount_config& config)
     : prefix_(config.prefix), index_(config.index), root_(config.root) {}
 
-bool static_files::matches(std::string_view path) const noexcept {
+bool static_mount::matches(std::string_view path) const noexcept {
     if (path.substr(0, prefix_.size()) == prefix_) return true;
     return path.size() + 1 == prefix_.size() && path == std::string_view(prefix_).substr(0, path.size());
 }
 
-void static_files::redirect_to_directory(http::exchange& ex) const {
+void static_mount::redirect_to_directory(http::exchange& ex) const {
     const auto& req = ex.req();
     std::string location(req.path);
     location.push_back('/');
@@ -59,8 +61,13 @@ void static_files::redirect_to_directory(http::exchange& ex) const {
     respond_status(ex, 301, {{"Location", std::move(location)}});
 }
 
-void static_files::serve(const http::exchange_ptr& exp) const {
-    auto& ex = *exp;
+bool static_mount::serve(const http::exchange_ptr& ex) const {
+    if (!matches(ex->req().path)) return false;
+    answer(*ex);
+    return true;
+}
+
+void static_mount::answer(http::exchange& ex) const {
     const auto& req = ex.req();
     if (req.method != "GET" && req.method != "HEAD") {
         respond_status(ex, 405, {{"Allow", "GET, HEAD"}});
@@ -108,7 +115,7 @@ void static_files::serve(const http::exchange_ptr& exp) const {
     send_file(ex, fd.release(), st, name);
 }
 
-void static_files::send_file(http::exchange& ex, int raw_fd, const struct stat& st, std::string_view name) const {
+void static_mount::send_file(http::exchange& ex, int raw_fd, const struct stat& st, std::string_view name) const {
     unique_fd fd(raw_fd);
     const auto& req = ex.req();
     const bool head = req.method == "HEAD";
@@ -160,4 +167,18 @@ void static_files::send_file(http::exchange& ex, int raw_fd, const struct stat& 
     ex.end();
 }
 
-}  // namespace m0::frontend_http
+static_mounts::static_mounts(const std::vector<static_mount_config>& configs) {
+    mounts_.reserve(configs.size());
+    for (const auto& c : configs) mounts_.push_back(std::make_unique<static_mount>(c));
+    std::stable_sort(mounts_.begin(), mounts_.end(),
+                     [](const auto& a, const auto& b) { return a->prefix().size() > b->prefix().size(); });
+}
+
+bool static_mounts::serve(const http::exchange_ptr& ex) const {
+    for (const auto& mount : mounts_) {
+        if (mount->serve(ex)) return true;
+    }
+    return false;
+}
+
+}  // namespace m0::static_files

@@ -5,7 +5,7 @@
 #include "ascii.hpp"
 #include "http_date.hpp"
 
-namespace m0::frontend_http {
+namespace m0::static_files {
 std::string make_etag(const struct stat& st) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "\"%llx-%lx-%llx\"", static_cast<unsigned long long>(st.st_mtim.tv_sec),
@@ -35,4 +35,4 @@ bool if_range_allows(std::optional<std::string_view> header, std::string_view et
     return date && *date == mtime;
 }
 
-}  // namespace m0::frontend_http
+}  // namespace m0::static_files

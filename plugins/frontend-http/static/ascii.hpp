@@ -2,7 +2,7 @@
 // ASCII helpers for header names, tokens and list elements (locale-free).
 #include <string_view>
 
-namespace m0::frontend_http {
+namespace m0::static_files {
 
 constexpr char ascii_lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
 
@@ -21,4 +21,4 @@ constexpr std::string_view trim_ows(std::string_view s) noexcept {
     return s;
 }
 
-}  // namespace m0::frontend_http
+}  // namespace m0::static_files

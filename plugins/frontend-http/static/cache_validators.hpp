@@ -8,7 +8,7 @@
 
 #include <sys/stat.h>
 
-namespace m0::frontend_http {
+namespace m0::static_files {
 
 // A strong ETag from size and modification time (to the nanosecond):
 // "\"<mtime s>-<mtime ns>-<size>\"" in hex.
@@ -22,4 +22,4 @@ bool etag_list_matches(std::string_view header, std::string_view etag) noexcept;
 // is our ETag (strong comparison), or is exactly our Last-Modified date.
 bool if_range_allows(std::optional<std::string_view> header, std::string_view etag, std::time_t mtime);
 
-}  // namespace m0::frontend_http
+}  // namespace m0::static_files

@@ -2,7 +2,7 @@
 
 #include <string>
 
-namespace m0::frontend_http {
+namespace m0::static_files {
 
 void respond_status(http::exchange& ex, unsigned status, std::vector<http::response_header> extra) {
     std::string body(http::reason_phrase(status));
@@ -11,4 +11,4 @@ void respond_status(http::exchange& ex, unsigned status, std::vector<http::respo
     ex.respond(status, std::move(extra), std::move(body));
 }
 
-}  // namespace m0::frontend_http
+}  // namespace m0::static_files

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-namespace m0::frontend_http {
+namespace m0::static_files {
 
 class file_root {
 public:
@@ -32,4 +32,4 @@ private:
     bool use_openat2_ = true;  // false where the kernel (or a seccomp filter) lacks it
 };
 
-}  // namespace m0::frontend_http
+}  // namespace m0::static_files

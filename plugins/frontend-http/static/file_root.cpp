@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-namespace m0::frontend_http {
+namespace m0::static_files {
 namespace {
 
 constexpr int open_flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
@@ -74,4 +74,4 @@ int file_root::open_checked_by_realpath(const std::string& relative) const noexc
     return fd >= 0 ? fd : -errno;
 }
 
-}  // namespace m0::frontend_http
+}  // namespace m0::static_files

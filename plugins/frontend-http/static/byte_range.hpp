@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace m0::frontend_http {
+namespace m0::static_files {
 
 struct byte_range {
     std::uint64_t first = 0;  // inclusive
@@ -25,4 +25,4 @@ enum class range_outcome {
 // is clipped to the representation.
 range_outcome parse_byte_range(std::string_view header, std::uint64_t size, byte_range& range) noexcept;
 
-}  // namespace m0::frontend_http
+}  // namespace m0::static_files

@@ -5,7 +5,7 @@
 
 #include "ascii.hpp"
 
-namespace m0::frontend_http {
+namespace m0::static_files {
 namespace {
 
 // Digits only, no sign, no overflow; nullopt otherwise.
@@ -56,4 +56,4 @@ range_outcome parse_byte_range(std::string_view header, std::uint64_t size, byte
     return range_outcome::satisfiable;
 }
 
-}  // namespace m0::frontend_http
+}  // namespace m0::static_files

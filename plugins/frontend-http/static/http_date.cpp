@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace m0::frontend_http {
+namespace m0::static_files {
 namespace {
 
 constexpr std::array<const char*, 7> day_names{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
@@ -95,4 +95,4 @@ std::optional<std::time_t> parse_http_date(std::string_view s) {
     return std::nullopt;
 }
 
-}  // namespace m0::frontend_http
+}  // namespace m0::static_files

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace m0::frontend_http {
+namespace m0::static_files {
 
 // "Sun, 06 Nov 1994 08:49:37 GMT" (IMF-fixdate).
 std::string format_http_date(std::time_t t);
@@ -15,4 +15,4 @@ std::string format_http_date(std::time_t t);
 // "Sun Nov  6 08:49:37 1994"); nullopt for anything else.
 std::optional<std::time_t> parse_http_date(std::string_view text);
 
-}  // namespace m0::frontend_http
+}  // namespace m0::static_files

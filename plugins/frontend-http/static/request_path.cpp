@@ -2,7 +2,7 @@
 
 #include <m0/http.hpp>
 
-namespace m0::frontend_http {
+namespace m0::static_files {
 namespace {
 
 bool has_encoded_separator(std::string_view raw) noexcept {
@@ -37,4 +37,4 @@ std::optional<relative_path> make_relative_path(std::string_view raw) {
     return out;
 }
 
-}  // namespace m0::frontend_http
+}  // namespace m0::static_files
