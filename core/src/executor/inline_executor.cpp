@@ -3,7 +3,6 @@
 // against, and the right choice for native handlers that never block.
 #include <m0/executor.hpp>
 
-#include <deque>
 #include <memory>
 #include <vector>
 
@@ -36,9 +35,6 @@ public:
         }
         ++in_flight_;
         j->run(*this);
-        // Tasks the job posted run before its completion, in order, exactly as
-        // they would after a hand-off.
-        run_posted();
         j->complete(false);
         --in_flight_;
     }
@@ -49,18 +45,12 @@ public:
     std::size_t jobs_in_flight() const override { return in_flight_; }
 
 private:
-    void post(std::unique_ptr<reactor_task> task) override { posted_.push_back(std::move(task)); }
-
-    void run_posted() {
-        while (!posted_.empty()) {
-            auto task = std::move(posted_.front());
-            posted_.pop_front();
-            task->run_on_reactor();
-        }
-    }
+    // The job runs on this very reactor thread, so a task it posts can run at
+    // once: in order, before complete(), and a streamed chunk reaches the
+    // socket while the job is still producing the next one.
+    void post(std::unique_ptr<reactor_task> task) override { task->run_on_reactor(); }
 
     std::shared_ptr<const hook_list> hooks_;
-    std::deque<std::unique_ptr<reactor_task>> posted_;
     std::size_t in_flight_ = 0;
     bool hooks_started_ = false;
 };

@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.hpp"
 
 #include <pthread.h>
+#include <sys/eventfd.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -10,9 +11,11 @@
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 
 #include <m0/log.hpp>
@@ -31,15 +34,38 @@ constexpr std::chrono::milliseconds exit_grace{2000};
 
 enum phase : int { serving = 0, draining = 1, force_closing = 2 };
 
-class post_waker final : public reactor_waker {
+// Wakes a reactor blocked in its io_context with one write(2) to an eventfd
+// the io_context watches. Cheaper than asio::post, which takes the
+// scheduler's mutex and re-arms its interrupter with epoll_ctl on every wake;
+// the executor protocol calls this only when the reactor announced it is
+// about to block, so the cost is paid once per sleep, not per completion.
+class eventfd_waker final : public reactor_waker {
 public:
-    explicit post_waker(boost::asio::io_context& io) : io_(io) {}
-    // A posted handler is sticky: if the reactor is not blocked yet, its next
-    // run_one() returns at once, so a wake can never be lost.
-    void wake() noexcept override { boost::asio::post(io_, [] {}); }
+    explicit eventfd_waker(boost::asio::io_context& io) : channel_(io) {
+        int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (fd < 0) throw std::system_error(errno, std::generic_category(), "eventfd for the reactor waker");
+        channel_.assign(fd);
+    }
+
+    // An eventfd stays readable until read, so a wake sent before the
+    // reactor blocks makes its next wait return at once: none is lost.
+    void wake() noexcept override {
+        std::uint64_t one = 1;
+        (void)!::write(channel_.native_handle(), &one, sizeof one);
+    }
+
+    // Worker thread: keep a wait pending; each completion drains the counter.
+    void arm() {
+        channel_.async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](boost::system::error_code ec) {
+            if (ec) return;
+            std::uint64_t count;
+            (void)!::read(channel_.native_handle(), &count, sizeof count);
+            arm();
+        });
+    }
 
 private:
-    boost::asio::io_context& io_;
+    boost::asio::posix::stream_descriptor channel_;
 };
 
 }  // namespace
@@ -68,7 +94,7 @@ struct scheduler::worker {
     // Heap-allocated so that a worker that never returns can be leaked
     // (detached) instead of freed under its feet.
     boost::asio::io_context* io = nullptr;
-    std::unique_ptr<post_waker> waker;
+    std::unique_ptr<eventfd_waker> waker;
     std::unique_ptr<executor_lane> lane;
     std::vector<std::unique_ptr<worker_listener>> listeners;
     worker_stats stats;
@@ -130,7 +156,7 @@ void scheduler::start() {
             auto w = std::make_unique<worker>();
             w->index = i;
             w->io = new boost::asio::io_context(1);
-            w->waker = std::make_unique<post_waker>(*w->io);
+            w->waker = std::make_unique<eventfd_waker>(*w->io);
             w->lane = executor_.make_lane(*w->waker);
             for (std::size_t a = 0; a < addresses.size(); ++a) {
                 if (strategy == listener_strategy::reuseport) {
@@ -196,6 +222,7 @@ void scheduler::run_worker(worker& w) {
     auto& lane = *w.lane;
     auto& state = *state_;
     auto guard = boost::asio::make_work_guard(io);
+    w.waker->arm();
     auto notify = [&] {
         std::lock_guard lock(state.mutex);
         state.changed.notify_all();
@@ -376,7 +403,8 @@ void scheduler::stop_and_join_all() {
         w->ctx.on_drain = nullptr;
         w->ctx.on_force_close = nullptr;
         w->listeners.clear();
-        w->lane.reset();
+        w->lane.reset();  // before the waker it may still hold
+        w->waker.reset();
     }
     std::lock_guard lock(state_->io_mutex);
     state_->ios_alive = false;
