@@ -6,6 +6,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <m0/log.hpp>
+
 #include "http/exchange_impl.hpp"
 #include "http/server.hpp"
 
@@ -92,7 +94,7 @@ void session::process() {
                 break;
             }
             if (status == parse_status::error) {
-                send_error(parser_.error_status());
+                send_error(parser_.error_status(), parser_.error_reason());
                 break;
             }
             if (status == parse_status::head_done) {
@@ -146,7 +148,10 @@ void session::maybe_read() {
         // Otherwise the buffer is full at its largest size: a head line
         // longer than any limit allows.
         if (!active_ && !close_after_flush_) {
-            send_error(parser_.head_done() ? 400 : 431);
+            if (parser_.head_done())
+                send_error(400, "chunk or trailer line longer than the read buffer");
+            else
+                send_error(431, "header line longer than the read buffer");
             flush();
         }
         return;
@@ -378,7 +383,8 @@ void session::abort(exchange_impl& ex) {
     finish_response();
 }
 
-void session::send_error(unsigned status) {
+void session::send_error(unsigned status, std::string_view reason) {
+    log_rejection(status, reason);
     parser_.stop();
     if (building_) building_->clear();
     static const std::vector<response_header> text_plain{{"Content-Type", "text/plain"}};
@@ -398,6 +404,27 @@ void session::send_error(unsigned status) {
     close_after_flush_ = true;
     phase_ = read_phase::none;
     read_deadline_ = clock::time_point::max();
+}
+
+// One line per rejected request, so an operator can tell a broken client
+// from an attack without a packet capture.
+void session::log_rejection(unsigned status, std::string_view reason) const {
+    if (!log::enabled(log::level::info)) return;
+    std::string line = "http: rejected request from ";
+    const bool v6 = remote_.address().is_v6();
+    if (v6) line += '[';
+    line += remote_.address().to_string();
+    if (v6) line += ']';
+    line += ':';
+    line += std::to_string(remote_.port());
+    line += ": ";
+    line += std::to_string(status);
+    line += ' ';
+    line += reason_phrase(status);
+    line += " (";
+    line += reason;
+    line += ')';
+    log::info(line);
 }
 
 void session::finish_response() {
@@ -567,7 +594,7 @@ void session::on_timer(const error_code& ec) {
             close();
             return;
         }
-        send_error(408);
+        send_error(408, phase_ == read_phase::body ? "body read timeout" : "header timeout");
         flush();
         if (closed_) return;
     }

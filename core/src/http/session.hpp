@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -87,7 +88,9 @@ private:
     // Response side.
     void start_response(unsigned status, const std::vector<response_header>* headers, body_framing framing,
                         std::uint64_t length);
-    void send_error(unsigned status);
+    // Answers a rejected request and closes after it; logs one line.
+    void send_error(unsigned status, std::string_view reason);
+    void log_rejection(unsigned status, std::string_view reason) const;
     void finish_response();
     void output_added();
     void flush();

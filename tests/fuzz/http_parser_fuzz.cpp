@@ -1,0 +1,309 @@
+// libFuzzer target over the HTTP/1.1 engine: the request parser and the
+// connection state machine.
+//
+// Input: one control byte, then the bytes a client sends. The control byte
+// picks the limits (engine defaults or small ones, so the limit paths are
+// reachable with short inputs) and how the stream is split into reads.
+//
+// Each input runs twice:
+//  1. through request_parser alone, the way a connection feeds it
+//     (consumed bytes dropped, pipelined requests one after the other),
+//     checking the parse's invariants;
+//  2. through a real session of the engine, over one end of a socketpair
+//     handed to http::serve() by a listener of our own, with a handler whose
+//     answer depends on the path (inline, deferred, streamed, aborted,
+//     dropped, bodiless...). The io_context is polled, never run with
+//     waits, so every input finishes at once and no timer fires.
+// Crashes, leaks and sanitizer reports fail the run.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+
+#include <m0/http.hpp>
+#include <m0/log.hpp>
+#include <m0/worker.hpp>
+
+#include "http/char_class.hpp"
+#include "http/request_parser.hpp"
+
+namespace {
+
+namespace asio = boost::asio;
+using m0::http::detail::parse_status;
+using m0::http::detail::request_data;
+using m0::http::detail::request_parser;
+
+void check(bool ok) {
+    if (!ok) std::abort();
+}
+
+m0::http_limits limits_for(std::uint8_t control) {
+    m0::http_limits limits;
+    if (control & 1) {
+        limits.max_request_line = 64;
+        limits.max_header_size = 64;
+        limits.max_header_count = 4;
+        limits.max_header_bytes = 192;
+        limits.max_body_size = 32;
+    }
+    return limits;
+}
+
+// Split sizes from a small PRNG seeded by the control byte: bits 1-3 give
+// the largest piece (0: everything at once), bits 4-7 the seed.
+class splitter {
+public:
+    explicit splitter(std::uint8_t control)
+        : max_((control >> 1) & 7 ? std::size_t{1} << ((control >> 1) & 7) : 0), state_(0x9e3779b9u ^ (control >> 4)) {}
+    std::size_t next(std::size_t left) {
+        if (max_ == 0) return left;
+        state_ ^= state_ << 13;
+        state_ ^= state_ >> 17;
+        state_ ^= state_ << 5;
+        return std::min<std::size_t>(left, 1 + state_ % max_);
+    }
+
+private:
+    std::size_t max_;
+    std::uint32_t state_;
+};
+
+bool inside(std::string_view v, const std::string& owner) {
+    return v.empty() || (v.data() >= owner.data() && v.data() + v.size() <= owner.data() + owner.size());
+}
+
+void check_request(const request_data& d, const m0::http_limits& limits) {
+    const auto& r = d.req;
+    check(!r.method.empty() && inside(r.method, d.head));
+    for (char c : r.method) check(m0::http::detail::is(c, m0::http::detail::cc_tchar));
+    check(!r.target.empty() && inside(r.target, d.head));
+    check(r.version == 10 || r.version == 11);
+    check(r.headers.size() <= limits.max_header_count);
+    check(d.head.size() <= limits.max_header_bytes);
+    check(r.body.size() <= limits.max_body_size);
+    for (const auto& h : r.headers) {
+        check(!h.name.empty() && inside(h.name, d.head) && inside(h.value, d.head));
+        for (char c : h.value) check(c != '\r' && c != '\n' && c != '\0');
+    }
+}
+
+// Pass 1: the parser alone, fed like a connection feeds it.
+void fuzz_parser(std::uint8_t control, const char* data, std::size_t size) {
+    const auto limits = limits_for(control);
+    request_parser parser(limits);
+    request_data out;
+    splitter split(control);
+    std::string buffer;
+    std::size_t sent = 0;
+    bool started = false;
+    for (;;) {
+        if (!started) {
+            out.clear();
+            parser.start(out);
+            started = true;
+        }
+        // An allocation of exactly the unconsumed bytes, so that reading one
+        // byte past them is a sanitizer report (a std::string has slack).
+        const std::unique_ptr<char[]> exact(new char[buffer.size()]);
+        std::memcpy(exact.get(), buffer.data(), buffer.size());
+        std::size_t used = 0;
+        const auto st = parser.feed(exact.get(), buffer.size(), used);
+        check(used <= buffer.size());
+        buffer.erase(0, used);
+        if (st == parse_status::error) {
+            const unsigned s = parser.error_status();
+            check(s == 400 || s == 413 || s == 414 || s == 431 || s == 501 || s == 505);
+            check(!parser.error_reason().empty());
+            return;  // the connection closes
+        }
+        if (st == parse_status::head_done) {
+            check(parser.head_done() && parser.body_pending());
+            continue;
+        }
+        if (st == parse_status::complete) {
+            check_request(out, limits);
+            parser.stop();
+            started = false;
+            continue;
+        }
+        if (sent == size) return;
+        const std::size_t n = split.next(size - sent);
+        buffer.append(data + sent, n);
+        sent += n;
+    }
+}
+
+// Pass 2: a session of the engine over a socketpair.
+
+class pair_listener final : public m0::listener {
+public:
+    pair_listener(asio::io_context& io, int fd) : io_(io), fd_(fd) {}
+    ~pair_listener() override {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    void async_accept(accept_handler handler) override {
+        if (fd_ < 0) {
+            held_ = std::move(handler);  // one connection only; released at teardown
+            return;
+        }
+        asio::ip::tcp::socket socket(io_);
+        boost::system::error_code ec;
+        socket.assign(asio::ip::tcp::v4(), fd_, ec);
+        if (ec) std::abort();
+        fd_ = -1;
+        asio::post(io_, [h = std::move(handler), s = std::move(socket)]() mutable { h({}, std::move(s)); });
+    }
+    asio::ip::tcp::endpoint local_endpoint() const override { return {}; }
+    void release() { held_ = nullptr; }
+
+private:
+    asio::io_context& io_;
+    int fd_;
+    accept_handler held_;
+};
+
+// Answers by the path's second byte, to reach every response path.
+class fuzz_handler final : public m0::http::handler {
+public:
+    void on_request(m0::http::exchange_ptr ex) override {
+        const auto& r = ex->req();
+        const char kind = r.path.size() > 1 ? r.path[1] : '-';
+        switch (kind) {
+        case 's':  // streamed, chunked (close-delimited on HTTP/1.0)
+            ex->begin(200, {{"X-Kind", "stream"}}, std::nullopt);
+            ex->write("part one,");
+            ex->write(std::string(r.body));
+            ex->end();
+            break;
+        case 'l':  // streamed with its length
+            ex->begin(200, {}, r.body.size() + 2);
+            ex->write("<<");
+            ex->write(std::string(r.body));
+            ex->end();
+            break;
+        case 'a':  // error mid-body
+            ex->begin(200, {}, std::nullopt);
+            ex->write("partial");
+            ex->abort();
+            break;
+        case 'w':  // more than announced
+            ex->begin(200, {}, 3);
+            ex->write("toolong");
+            ex->end();
+            break;
+        case 'u':  // fewer than announced
+            ex->begin(200, {}, 30);
+            ex->write("short");
+            ex->end();
+            break;
+        case 'd':  // answered later, from the reactor
+            asio::post(ex->io(), [ex] { ex->respond(200, {}, "later"); });
+            break;
+        case 'x':  // dropped without an answer: the engine answers 500
+            break;
+        case 'n': ex->respond(204, {}, "dropped body"); break;
+        case 'm': ex->respond(304, {}, "dropped body"); break;
+        case 'f':  // the engine owns framing and must drop these
+            ex->respond(200, {{"Content-Length", "99"}, {"Transfer-Encoding", "chunked"}, {"Bad", "a\r\nb"}}, "x");
+            break;
+        default: ex->respond(200, {{"Content-Type", "text/plain"}}, std::string(r.body)); break;
+        }
+    }
+};
+
+void read_all(int fd, std::string& out) {
+    char buf[16384];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n <= 0) return;
+        if (out.size() < (1u << 20)) out.append(buf, static_cast<std::size_t>(n));
+    }
+}
+
+void settle(asio::io_context& io, int client, std::string& received) {
+    for (int i = 0; i < 64; ++i) {
+        read_all(client, received);
+        if (io.poll() == 0) break;
+        io.restart();
+    }
+    read_all(client, received);
+}
+
+void fuzz_session(std::uint8_t control, const char* data, std::size_t size) {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) std::abort();
+    const int client = fds[0];
+    ::fcntl(client, F_SETFL, O_NONBLOCK);
+    std::string received;
+    {
+        const auto limits = limits_for(control);
+        m0::worker_stats stats;
+        asio::io_context io(1);
+        pair_listener listener(io, fds[1]);
+        fuzz_handler handler;
+        m0::worker_context ctx;
+        ctx.io = &io;
+        ctx.listeners.push_back(&listener);
+        ctx.stats = &stats;
+        ctx.limits = &limits;
+        m0::http::serve(ctx, handler);
+        settle(io, client, received);
+
+        splitter split(control);
+        std::size_t sent = 0;
+        while (sent < size) {
+            const std::size_t n = split.next(size - sent);
+            std::size_t done = 0;
+            while (done < n) {
+                const ssize_t w = ::send(client, data + sent + done, n - done, MSG_NOSIGNAL);
+                if (w <= 0) break;  // closed by the server, or its buffer is full
+                done += static_cast<std::size_t>(w);
+            }
+            settle(io, client, received);
+            if (done < n) break;
+            sent += n;
+        }
+        if (control & 0x80) {
+            ::shutdown(client, SHUT_WR);  // the client's EOF path
+            settle(io, client, received);
+        }
+        ctx.on_force_close();
+        listener.release();
+        io.restart();
+        io.run();
+        check(stats.live_connections.load() == 0);
+        check(stats.in_flight.load() == 0);
+    }
+    ::close(client);
+    // Whatever was answered is a response, never echoed request bytes.
+    check(received.empty() || received.compare(0, 9, "HTTP/1.1 ") == 0);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+    // One log line per rejected request would flood the fuzzer's output.
+    m0::log::set_level(m0::log::level::warning);
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    if (size == 0) return 0;
+    const std::uint8_t control = data[0];
+    const char* stream = reinterpret_cast<const char*>(data + 1);
+    fuzz_parser(control, stream, size - 1);
+    fuzz_session(control, stream, size - 1);
+    return 0;
+}
