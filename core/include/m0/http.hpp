@@ -62,7 +62,9 @@ public:
     virtual boost::asio::io_context& io() = 0;
 
     // Whole response at once. Content-Length is set from the body (no body is
-    // sent for HEAD, 1xx, 204 and 304).
+    // sent for HEAD, 204 and 304). A status below 200 or above 999 is a
+    // handler error, answered as 500 (interim 1xx responses are the
+    // engine's, e.g. 100 Continue); the same holds for begin().
     virtual void respond(unsigned status, std::vector<response_header> headers, std::string body) = 0;
 
     // Streamed response: begin, then write/write_file any number of times,
@@ -86,6 +88,14 @@ public:
     // client is gone (at once if already so). One waiter at a time.
     virtual void when_drained(std::size_t below, std::function<void()> fn) = 0;
     virtual bool client_gone() const = 0;
+
+    // respond() for a handler answering from long-lived data (a fixed route's
+    // configured headers and body): nothing is copied into a new vector or
+    // string; the head is formatted straight from `headers` and the body
+    // copied once into the connection's write buffer. Both need only live
+    // for the call. Declared last so existing vtable slots keep their place.
+    virtual void respond_borrowed(unsigned status, const std::vector<response_header>& headers,
+                                  std::string_view body) = 0;
 };
 
 using exchange_ptr = std::shared_ptr<exchange>;

@@ -12,6 +12,11 @@ void exchange_impl::respond(unsigned status, std::vector<response_header> header
     session_->respond(*this, status, headers, std::move(body));
 }
 
+void exchange_impl::respond_borrowed(unsigned status, const std::vector<response_header>& headers,
+                                     std::string_view body) {
+    session_->respond_borrowed(*this, status, headers, body);
+}
+
 void exchange_impl::begin(unsigned status, std::vector<response_header> headers,
                           std::optional<std::uint64_t> content_length) {
     session_->begin(*this, status, headers, content_length);

@@ -30,6 +30,8 @@ public:
     std::size_t pending_bytes() const override;
     void when_drained(std::size_t below, std::function<void()> fn) override;
     bool client_gone() const override;
+    void respond_borrowed(unsigned status, const std::vector<response_header>& headers,
+                          std::string_view body) override;
 
     bool is_head() const noexcept { return data_->is_head; }
     unsigned version() const noexcept { return data_->req.version; }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <boost/asio/post.hpp>
+
 namespace m0::http::detail {
 
 namespace asio = boost::asio;
@@ -12,6 +14,8 @@ namespace {
 // instead of spinning on a listener that stays readable.
 constexpr std::chrono::milliseconds accept_retry_delay{50};
 constexpr std::chrono::milliseconds max_linger{2000};
+// Connections taken from one listener before their sessions start.
+constexpr std::size_t max_accept_burst = 64;
 }  // namespace
 
 server::server(worker_context& ctx, handler& h)
@@ -48,17 +52,26 @@ void server::accept_next(std::size_t i) {
     // Beyond the connection limit the listener is left alone: the kernel
     // backlog holds new clients (or another worker takes them) until a
     // connection here closes.
-    if (draining_ || slot.accepting || sessions_.size() >= limits_->max_connections_per_worker) return;
+    if (draining_ || slot.accepting || connections() >= limits_->max_connections_per_worker) return;
     slot.accepting = true;
     slot.source->async_accept([self = shared_from_this(), i](error_code ec, asio::ip::tcp::socket socket) {
         self->on_accept(i, ec, std::move(socket));
     });
 }
 
+// Connections are taken in bursts: after each accept the next one is issued
+// at once (Asio tries it on the spot, so a queued connection completes
+// without waiting for the reactor), and the sessions only start once an
+// accept finds the backlog empty. Otherwise each new session's first request
+// would be dispatched between two accepts, and a reactor blocked in long
+// handlers (an inline executor) would take one connection per handler. The
+// end of a burst is seen by a posted check: it runs after an accept that
+// completed on the spot, and finds a newer check posted by it.
 void server::on_accept(std::size_t i, const error_code& ec, asio::ip::tcp::socket socket) {
     auto& slot = listeners_[i];
     slot.accepting = false;
     if (ec) {
+        start_burst(i);
         if (ec == asio::error::operation_aborted || draining_) return;
         slot.retry->expires_after(accept_retry_delay);
         slot.retry->async_wait([self = shared_from_this(), i](const error_code& wait_ec) {
@@ -72,8 +85,38 @@ void server::on_accept(std::size_t i, const error_code& ec, asio::ip::tcp::socke
         return;
     }
     stats_->accepted.fetch_add(1, std::memory_order_relaxed);
-    std::make_shared<session>(shared_from_this(), std::move(socket))->start();
+    slot.burst.push_back(std::move(socket));
+    if (slot.burst.size() >= max_accept_burst) {
+        start_burst(i);
+        accept_next(i);
+        return;
+    }
     accept_next(i);
+    if (!slot.accepting) {  // at the connection limit
+        start_burst(i);
+        return;
+    }
+    const auto mark = ++slot.burst_mark;
+    asio::post(io_, [self = shared_from_this(), i, mark] {
+        if (self->listeners_[i].burst_mark == mark) self->start_burst(i);
+    });
+}
+
+void server::start_burst(std::size_t i) {
+    auto& slot = listeners_[i];
+    auto burst = std::move(slot.burst);
+    slot.burst.clear();
+    ++slot.burst_mark;  // checks still queued are stale
+    for (auto& socket : burst) {
+        if (draining_) break;  // the rest close with `burst`
+        std::make_shared<session>(shared_from_this(), std::move(socket))->start();
+    }
+}
+
+std::size_t server::connections() const noexcept {
+    std::size_t n = sessions_.size();
+    for (const auto& slot : listeners_) n += slot.burst.size();
+    return n;
 }
 
 void server::session_opened(session& s) {
@@ -92,7 +135,10 @@ void server::session_closed(session& s, bool resume) {
 void server::drain() {
     if (draining_) return;
     draining_ = true;
-    for (auto& slot : listeners_) slot.retry->cancel();
+    for (auto& slot : listeners_) {
+        slot.retry->cancel();
+        slot.burst.clear();  // accepted, never read from: closed
+    }
     for (auto it = sessions_.begin(); it != sessions_.end();) {
         session& s = *it++;  // drain() may close and unlink s
         s.drain();
@@ -101,6 +147,7 @@ void server::drain() {
 
 void server::force_close() {
     draining_ = true;
+    for (auto& slot : listeners_) slot.burst.clear();
     while (!sessions_.empty()) sessions_.front().force_close();
 }
 

@@ -3,6 +3,7 @@
 // set of open sessions, drain and force-close. Reactor-thread only.
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -49,10 +50,15 @@ private:
         listener* source = nullptr;
         bool accepting = false;
         std::unique_ptr<boost::asio::steady_timer> retry;
+        // Accepted in this burst, sessions not started yet.
+        std::vector<boost::asio::ip::tcp::socket> burst;
+        std::uint64_t burst_mark = 0;  // the newest end-of-burst check posted
     };
 
     void accept_next(std::size_t i);
     void on_accept(std::size_t i, const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket);
+    void start_burst(std::size_t i);
+    std::size_t connections() const noexcept;
 
     boost::asio::io_context& io_;
     handler& handler_;

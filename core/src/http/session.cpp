@@ -273,18 +273,40 @@ void session::start_response(unsigned status, const std::vector<response_header>
     out_.added(buf.size() - before);
 }
 
+// An interim (1xx) status from a handler would be sent as the only answer,
+// and the client would wait for a final response forever; the engine sends
+// its own 100 Continue without coming here.
+bool session::accept_status(const exchange_impl& ex, unsigned status) {
+    if (status >= 200 && status <= 999) return true;
+    log::error("http: handler answered " + std::string(ex.req().method) + " " + std::string(ex.req().target) + " with status " +
+               std::to_string(status) + ", which is not a final status; sent 500 instead");
+    static const std::vector<response_header> no_headers;
+    start_response(500, &no_headers, body_framing::length, 0);
+    finish_response();
+    return false;
+}
+
 void session::respond(exchange_impl& ex, unsigned status, const std::vector<response_header>& headers,
                       std::string&& body) {
-    if (active_ != &ex || resp_.begun) return;
+    if (active_ != &ex || resp_.begun || !accept_status(ex, status)) return;
     const bool bodiless = !status_has_body(status);
     start_response(status, &headers, bodiless ? body_framing::none : body_framing::length, body.size());
     if (resp_.send_body && !closed_ && !body.empty()) out_.push(std::move(body));
     finish_response();
 }
 
+void session::respond_borrowed(exchange_impl& ex, unsigned status, const std::vector<response_header>& headers,
+                               std::string_view body) {
+    if (active_ != &ex || resp_.begun || !accept_status(ex, status)) return;
+    const bool bodiless = !status_has_body(status);
+    start_response(status, &headers, bodiless ? body_framing::none : body_framing::length, body.size());
+    if (resp_.send_body && !closed_ && !body.empty()) out_.append(body);
+    finish_response();
+}
+
 void session::begin(exchange_impl& ex, unsigned status, const std::vector<response_header>& headers,
                     std::optional<std::uint64_t> content_length) {
-    if (active_ != &ex || resp_.begun) return;
+    if (active_ != &ex || resp_.begun || !accept_status(ex, status)) return;
     body_framing framing;
     if (!status_has_body(status))
         framing = body_framing::none;
@@ -324,7 +346,7 @@ void session::write(exchange_impl& ex, std::string&& data) {
     case body_framing::eof: out_.push(std::move(data)); break;
     case body_framing::none: return;
     }
-    output_added();
+    streamed_added();
 }
 
 void session::write_file(exchange_impl& ex, int fd, std::uint64_t offset, std::uint64_t length) {
@@ -354,7 +376,7 @@ void session::write_file(exchange_impl& ex, int fd, std::uint64_t offset, std::u
     case body_framing::eof: out_.push_file(fd, offset, length); break;
     case body_framing::none: ::close(fd); return;
     }
-    output_added();
+    streamed_added();
 }
 
 void session::end(exchange_impl& ex) {
@@ -444,6 +466,13 @@ void session::finish_response() {
 void session::output_added() {
     if (!processing_) flush();
 }
+
+// A streamed piece is written at once even from inside on_request: a
+// handler running on the reactor (an inline executor) may block between
+// pieces, and the client must get each one as it is produced. On EAGAIN the
+// rest waits for writability as usual. Whole answers (respond) still wait
+// for the end of the pass, so pipelined responses leave in one write.
+void session::streamed_added() { flush(); }
 
 void session::flush() {
     if (closed_ || write_wait_pending_) return;

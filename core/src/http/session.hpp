@@ -53,6 +53,8 @@ public:
     // being answered are ignored.
     void respond(exchange_impl& ex, unsigned status, const std::vector<response_header>& headers,
                  std::string&& body);
+    void respond_borrowed(exchange_impl& ex, unsigned status, const std::vector<response_header>& headers,
+                          std::string_view body);
     void begin(exchange_impl& ex, unsigned status, const std::vector<response_header>& headers,
                std::optional<std::uint64_t> content_length);
     void write(exchange_impl& ex, std::string&& data);
@@ -86,6 +88,9 @@ private:
     std::unique_ptr<request_data> take_request_data();
 
     // Response side.
+    // False (after answering 500) when a handler gives a status that is not
+    // a final one.
+    bool accept_status(const exchange_impl& ex, unsigned status);
     void start_response(unsigned status, const std::vector<response_header>* headers, body_framing framing,
                         std::uint64_t length);
     // Answers a rejected request and closes after it; logs one line.
@@ -93,6 +98,7 @@ private:
     void log_rejection(unsigned status, std::string_view reason) const;
     void finish_response();
     void output_added();
+    void streamed_added();
     void flush();
     void on_writable(const boost::system::error_code& ec);
     void notify_drain();

@@ -285,6 +285,62 @@ BOOST_AUTO_TEST_CASE(streamed_response_is_chunked) {
     BOOST_TEST(r3->body == "Hello, World!");
 }
 
+BOOST_AUTO_TEST_CASE(streamed_chunk_leaves_while_the_handler_still_runs) {
+    test_server srv;
+    test_client c(srv.port());
+    c.send(get("/stream-blocking"));
+    // The handler holds the reactor until the test has seen chunk1, so
+    // chunk1 must have been written from inside on_request.
+    std::string got;
+    while (got.find("chunk1") == std::string::npos) {
+        auto more = c.read_exact(1);
+        if (more.empty()) break;
+        got += more;
+    }
+    srv.handler().release_stream = true;
+    BOOST_TEST(got.find("chunk1") != std::string::npos);
+    while (got.size() < 5 || got.compare(got.size() - 5, 5, "0\r\n\r\n") != 0) {
+        auto more = c.read_exact(1);
+        if (more.empty()) break;
+        got += more;
+    }
+    BOOST_TEST(got.find("chunk2") != std::string::npos);
+    BOOST_TEST(srv.handler().stream_was_released.load());
+}
+
+BOOST_AUTO_TEST_CASE(interim_status_from_a_handler_becomes_500) {
+    test_server srv;
+    test_client c(srv.port());
+    c.send(get("/interim") + get("/interim-begin") + get("/fixed"));
+    auto r1 = c.read_response();
+    auto r2 = c.read_response();
+    auto r3 = c.read_response();
+    BOOST_REQUIRE(r1 && r2 && r3);
+    BOOST_TEST(r1->status == 500);
+    BOOST_TEST(r1->get("content-length") == "0");
+    BOOST_TEST(r2->status == 500);
+    BOOST_TEST(r2->body.empty());
+    BOOST_TEST(r3->status == 200);
+    BOOST_TEST(r3->body == "Hello, World!");
+}
+
+BOOST_AUTO_TEST_CASE(borrowed_response_is_complete) {
+    test_server srv;
+    test_client c(srv.port());
+    c.send(get("/borrowed") + "HEAD /borrowed HTTP/1.1\r\nHost: t\r\n\r\n" + get("/borrowed"));
+    auto r1 = c.read_response();
+    auto r2 = c.read_response(true);
+    auto r3 = c.read_response();
+    BOOST_REQUIRE(r1 && r2 && r3);
+    BOOST_TEST(r1->status == 200);
+    BOOST_TEST(r1->body == "borrowed body");
+    BOOST_TEST(r1->get("content-length") == "13");
+    BOOST_TEST(r1->get("x-route") == "borrowed");
+    BOOST_TEST(r2->get("content-length") == "13");
+    BOOST_TEST(r2->body.empty());
+    BOOST_TEST(r3->body == "borrowed body");
+}
+
 BOOST_AUTO_TEST_CASE(write_file_sends_identical_bytes) {
     test_server srv;
     std::string path = (std::filesystem::temp_directory_path() / "m0-http-test-XXXXXX").string();
@@ -422,6 +478,37 @@ BOOST_AUTO_TEST_CASE(connection_limit_pauses_accepting) {
     BOOST_REQUIRE(r);
     BOOST_TEST(r->status == 200);
     BOOST_TEST(srv.stats().accepted.load() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(busy_reactor_takes_every_queued_connection_at_once) {
+    test_server srv;
+    test_client first(srv.port());
+    first.send(get("/hold"));
+    BOOST_REQUIRE(eventually([&] {
+        std::lock_guard lock(srv.handler().hold_mutex);
+        return !srv.handler().hold_saw_accepted.empty();
+    }));
+    // The reactor is inside a handler: these wait in the kernel backlog.
+    constexpr int queued = 5;
+    std::vector<std::unique_ptr<test_client>> clients;
+    for (int k = 0; k < queued; ++k) {
+        clients.push_back(std::make_unique<test_client>(srv.port()));
+        clients.back()->send(get("/hold"));
+    }
+    srv.handler().release_hold = true;
+    BOOST_REQUIRE(first.read_response());
+    for (auto& c : clients) {
+        auto r = c->read_response();
+        BOOST_REQUIRE(r);
+        BOOST_TEST(r->body == "held");
+    }
+    // The first request dispatched after the long one already found every
+    // queued connection accepted, not one per handler run.
+    std::lock_guard lock(srv.handler().hold_mutex);
+    const auto& saw = srv.handler().hold_saw_accepted;
+    BOOST_REQUIRE(saw.size() == queued + 1u);
+    BOOST_TEST(saw[0] == 1u);
+    BOOST_TEST(saw[1] == queued + 1u);
 }
 
 BOOST_AUTO_TEST_CASE(ten_thousand_pipelined_requests_in_order) {

@@ -96,6 +96,32 @@ void test_handler::on_request(exchange_ptr ex) {
                   r.path == "/file" ? std::optional<std::uint64_t>(size) : std::nullopt);
         ex->write_file(fd, 0, size);
         ex->end();
+    } else if (r.path == "/borrowed") {
+        static const std::vector<m0::http::response_header> headers{{"Content-Type", "text/plain"},
+                                                                    {"X-Route", "borrowed"}};
+        static const std::string body = "borrowed body";
+        ex->respond_borrowed(200, headers, body);
+    } else if (r.path == "/interim") {
+        ex->respond(103, {{"Link", "</a.css>; rel=preload"}}, "");
+    } else if (r.path == "/interim-begin") {
+        ex->begin(102, {}, std::nullopt);
+        ex->write("ignored");
+        ex->end();
+    } else if (r.path == "/stream-blocking") {
+        // Stands for a WSGI generator run by the inline executor: it blocks
+        // the reactor between its chunks.
+        ex->begin(200, {}, std::nullopt);
+        ex->write("chunk1");
+        stream_was_released = eventually([this] { return release_stream.load(); });
+        ex->write("chunk2");
+        ex->end();
+    } else if (r.path == "/hold") {
+        {
+            std::lock_guard lock(hold_mutex);
+            hold_saw_accepted.push_back(stats->accepted.load());
+        }
+        eventually([this] { return release_hold.load(); });
+        ex->respond(200, {}, "held");
     } else {
         ex->respond(404, {}, "not found");
     }
@@ -107,6 +133,7 @@ test_server::test_server(m0::http_limits limits)
     ctx_.io = &io_;
     ctx_.listeners.push_back(&listener_);
     ctx_.stats = &stats_;
+    handler_.stats = &stats_;
     ctx_.limits = &limits_;
     thread_ = std::thread([this] { io_.run(); });
     run_on_worker([this] { m0::http::serve(ctx_, handler_); });

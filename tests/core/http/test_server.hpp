@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <mutex>
+#include <vector>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -39,6 +41,13 @@ private:
 //   /delay?ms=N       answers "late" from a timer N ms later
 //   /file             write_file of file_path (length-delimited)
 //   /file-chunked     write_file of file_path without a length
+//   /borrowed         200 "borrowed body" via respond_borrowed from static data
+//   /interim          respond() with 103 (a handler error)
+//   /interim-begin    begin() with 102, then a chunk and end (a handler error)
+//   /stream-blocking  writes "chunk1", then blocks the reactor until
+//                     release_stream is set (at most 5 s), then "chunk2"
+//   /hold             records stats->accepted, blocks the reactor until
+//                     release_hold is set (at most 5 s), answers "held"
 //   anything else     404
 class test_handler final : public m0::http::handler {
 public:
@@ -47,6 +56,13 @@ public:
     std::string file_path;
     std::atomic<int> delayed_answers{0};
     std::atomic<bool> delayed_saw_gone{false};
+    std::atomic<bool> release_stream{false};
+    std::atomic<bool> stream_was_released{false};
+    std::atomic<bool> release_hold{false};
+    const m0::worker_stats* stats = nullptr;
+    // stats->accepted as each /hold request saw it on arrival.
+    std::vector<std::uint64_t> hold_saw_accepted;
+    std::mutex hold_mutex;
 };
 
 class test_server {

@@ -160,8 +160,6 @@ def test_keep_alive_across_response_shapes(wsgi_server):
 
 
 def test_generator_chunks_arrive_as_produced(wsgi_server, executor):
-    if executor == "inline":
-        pytest.skip("the inline executor runs the app on the reactor: nothing is written until it returns")
     server = wsgi_server()
     with server.connect(timeout=10) as s:
         start = time.monotonic()
