@@ -11,6 +11,7 @@
 #include <m0/plugin.hpp>
 #include <m0/python/app_import.hpp>
 #include <m0/python/errors.hpp>
+#include <m0/python/fork.hpp>
 #include <m0/python/gil.hpp>
 #include <m0/python/interpreter.hpp>
 
@@ -61,6 +62,12 @@ public:
                 python::detach_thread();
             }});
     }
+
+    // Prefork: the application was imported before the fork and is shared
+    // copy-on-write; each process then runs its own interpreter.
+    void before_fork() override { python::before_fork(); }
+    void after_fork_parent() override { python::after_fork_parent(); }
+    void after_fork_child() override { python::after_fork_child(); }
 
     void start_worker(worker_context& ctx) override {
         wsgi_handler* handler = nullptr;

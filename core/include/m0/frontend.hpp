@@ -29,6 +29,15 @@ public:
     // The executor used when the config names none (`executor.type`).
     // Native frontends answer on the reactor; a WSGI frontend wants `pool`.
     virtual const char* default_executor() const { return "inline"; }
+    // Prefork (server.workers > 1): the supervisor forks the serving processes
+    // from its main thread while no other thread exists. before_fork runs just
+    // before each fork(); then after_fork_parent in the supervisor (also when
+    // fork() failed) or after_fork_child in the new process, before prepare().
+    // A frontend holding process-wide runtime state (an embedded interpreter)
+    // makes it fork-safe here.
+    virtual void before_fork() {}
+    virtual void after_fork_parent() {}
+    virtual void after_fork_child() {}
 };
 
 // What a plugin factory receives.

@@ -12,6 +12,7 @@ namespace m0 {
 namespace {
 
 constexpr unsigned max_threads = 256;
+constexpr unsigned max_workers = 256;
 
 unsigned default_threads() {
     const unsigned cpus = std::thread::hardware_concurrency();
@@ -23,7 +24,7 @@ std::chrono::milliseconds millis(std::chrono::nanoseconds value) {
 }
 
 void parse_server(const config_node& server, server_config& out) {
-    server.allow_keys({"listen", "threads", "listener", "pin_cores", "drain_timeout"});
+    server.allow_keys({"listen", "workers", "threads", "listener", "pin_cores", "drain_timeout"});
     const auto listen = server.child("listen");
     const auto texts = server.string_list("listen", {"127.0.0.1:8000"});
     if (texts.empty()) server.fail("listen", "expected at least one address, found an empty list");
@@ -31,8 +32,15 @@ void parse_server(const config_node& server, server_config& out) {
     for (std::size_t i = 0; i < texts.size(); ++i)
         out.listen.push_back({texts[i], parse_listen_address(texts[i], items.empty() ? listen : items[i])});
 
+    out.workers = static_cast<unsigned>(server.integer("workers", 1, 1, max_workers));
     out.threads = static_cast<unsigned>(server.integer("threads", default_threads(), 1, max_threads));
     out.listener = server.one_of("listener", "reuseport", {"reuseport", "shared"});
+    // Each serving process binds listeners of its own; one listener shared
+    // by all threads exists only within one process.
+    if (out.workers > 1 && out.listener == "shared")
+        server.fail("listener", "'shared' needs one serving process, but server.workers is " +
+                                    std::to_string(out.workers) +
+                                    " (set server.listener: reuseport, or server.workers: 1)");
     out.pin_cores = server.boolean("pin_cores", true);
     out.drain_timeout = millis(server.duration("drain_timeout", std::chrono::seconds(30)));
 }

@@ -20,6 +20,7 @@ struct listen_address {
 
 struct server_config {
     std::vector<listen_address> listen;     // server.listen: list (or one string) of "host:port", "[v6]:port"; default ["127.0.0.1:8000"]; host must be an IP literal or "localhost"
+    unsigned workers = 1;                   // server.workers: 1..256 serving processes (prefork when > 1)
     unsigned threads = 0;                   // server.threads: 1..256, default std::thread::hardware_concurrency()
     std::string listener = "reuseport";     // server.listener: reuseport | shared
     bool pin_cores = true;                  // server.pin_cores

@@ -40,9 +40,12 @@ void write(level l, std::string_view message) {
     char stamp[64];
     std::snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
                   tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(millis));
+    // The pid tells the processes of a prefork deployment apart.
+    char source[32];
+    std::snprintf(source, sizeof source, " m0[%d] ", static_cast<int>(::getpid()));
     std::string line;
-    line.reserve(message.size() + 48);
-    line.append(stamp).append(" m0 ").append(level_name(l)).append(": ").append(message);
+    line.reserve(message.size() + 64);
+    line.append(stamp).append(source).append(level_name(l)).append(": ").append(message);
     if (line.empty() || line.back() != '\n') line.push_back('\n');
     // One write(2) per line so lines from different threads never interleave.
     (void)!::write(STDERR_FILENO, line.data(), line.size());

@@ -20,6 +20,8 @@
 #include "config/server_config.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "scheduler/scheduler.hpp"
+#include "server/port_reservation.hpp"
+#include "server/supervisor.hpp"
 
 namespace m0 {
 namespace {
@@ -55,6 +57,21 @@ struct deployment {
     std::unique_ptr<executor> ex;
 };
 
+// The executor named by the config (or the frontend's default).
+std::unique_ptr<executor> make_executor(deployment& d) {
+    config_node root = d.doc.root();
+    std::string executor_type = d.cfg.executor_type.empty() ? d.fe->default_executor() : d.cfg.executor_type;
+    // Records the frontend's default as effective, so --check shows which executor runs.
+    (void)root.child("executor").string("type", executor_type);
+    if (executor_type == "inline") return make_inline_executor();
+    config_node executor_section = root.child("executor").child(executor_type);
+    plugin_context ectx{&executor_section, &root, d.cfg.threads};
+    const auto& ep = d.loader->load(plugin_kind::executor, executor_type);
+    auto ex = ep.descriptor->make_executor(ectx);
+    if (!ex) throw std::runtime_error("executor plugin '" + executor_type + "' returned no executor");
+    return ex;
+}
+
 deployment build_deployment(const run_options& options) {
     deployment d{load_document(options), {}, nullptr, nullptr, nullptr};
     config_node root = d.doc.root();
@@ -67,19 +84,7 @@ deployment build_deployment(const run_options& options) {
     const auto& fp = d.loader->load(plugin_kind::frontend, d.cfg.frontend_type);
     d.fe = fp.descriptor->make_frontend(fctx);
     if (!d.fe) throw std::runtime_error("frontend plugin '" + d.cfg.frontend_type + "' returned no frontend");
-
-    std::string executor_type = d.cfg.executor_type.empty() ? d.fe->default_executor() : d.cfg.executor_type;
-    // Records the frontend's default as effective, so --check shows which executor runs.
-    (void)root.child("executor").string("type", executor_type);
-    if (executor_type == "inline") {
-        d.ex = make_inline_executor();
-    } else {
-        config_node executor_section = root.child("executor").child(executor_type);
-        plugin_context ectx{&executor_section, &root, d.cfg.threads};
-        const auto& ep = d.loader->load(plugin_kind::executor, executor_type);
-        d.ex = ep.descriptor->make_executor(ectx);
-        if (!d.ex) throw std::runtime_error("executor plugin '" + executor_type + "' returned no executor");
-    }
+    d.ex = make_executor(d);
     return d;
 }
 
@@ -94,6 +99,172 @@ void print_reports(const std::vector<worker_report>& reports) {
         if (r.detached) line << ", detached (did not stop)";
         log::info(line.str());
     }
+}
+
+// What the serving process is: the only one, or one of a supervisor's.
+struct process_role {
+    bool supervised = false;
+    unsigned index = 0;
+    unsigned count = 1;
+};
+
+std::string signal_name(int sig) {
+    switch (sig) {
+        case SIGINT: return "SIGINT";
+        case SIGTERM: return "SIGTERM";
+        case SIGQUIT: return "SIGQUIT";
+    }
+    return "signal " + std::to_string(sig);
+}
+
+// Frontend + executor + scheduler until a stop signal, then drain and report.
+// Expects SIGTERM and SIGINT (and, supervised, SIGQUIT) blocked.
+int serve(deployment& d, const process_role& role) {
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    if (role.supervised) sigaddset(&stop_signals, hard_stop_signal);
+
+    scheduler_options so;
+    so.workers = d.cfg.threads;
+    so.listener = d.cfg.listener == "shared" ? listener_strategy::shared : listener_strategy::reuseport;
+    // The scheduler pins thread i to core i; every process would pin its
+    // threads onto the same first cores, so with several processes the
+    // kernel places them instead.
+    so.pin_cores = d.cfg.pin_cores && !role.supervised;
+    for (const auto& l : d.cfg.listen) so.addresses.push_back(l.endpoint);
+    so.limits = d.cfg.http;
+
+    std::unique_ptr<scheduler> sched;
+    try {
+        d.fe->prepare(*d.ex);
+        d.ex->start();
+        sched = std::make_unique<scheduler>(*d.fe, *d.ex, so);
+        sched->start();
+    } catch (const std::exception& e) {
+        std::cerr << "m0: cannot start: " << e.what() << "\n";
+        sched.reset();
+        d.ex->stop();
+        return 1;
+    }
+    {
+        std::ostringstream line;
+        line << "m0 " << M0_VERSION_STRING << " serving with " << so.workers << " worker(s), frontend "
+             << d.cfg.frontend_type << ", executor " << d.ex->name() << ", listening on";
+        for (const auto& ep : sched->local_endpoints()) line << " " << ep;
+        if (role.supervised) line << " (worker process " << role.index << " of " << role.count << ")";
+        log::info(line.str());
+    }
+
+    int first = 0;
+    while (first == 0) {
+        int sig = 0;
+        if (sigwait(&stop_signals, &sig) == 0) first = sig;
+    }
+    std::chrono::milliseconds timeout = d.cfg.drain_timeout;
+    if (first == SIGINT) timeout = std::min(interactive_drain_timeout, d.cfg.drain_timeout);
+    if (first == hard_stop_signal && role.supervised) timeout = std::chrono::milliseconds::zero();
+    if (timeout.count() > 0) {
+        log::info("received " + signal_name(first) + ", draining (timeout " + std::to_string(timeout.count()) +
+                  " ms); send it again to stop at once");
+    } else {
+        log::info("received " + signal_name(first) + ", stopping now");
+    }
+
+    // Drain on a helper thread so this thread keeps listening: a second
+    // signal turns the drain into a hard stop.
+    std::atomic<bool> drained{false};
+    std::vector<worker_report> reports;
+    std::thread drainer([&] {
+        reports = sched->drain(timeout);
+        drained.store(true, std::memory_order_release);
+    });
+    bool hard = timeout.count() <= 0;
+    while (!drained.load(std::memory_order_acquire)) {
+        timespec tick{0, 50'000'000};
+        int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+        // A supervised process may get a drain signal twice (from a
+        // terminal's process group and from its supervisor): only the
+        // supervisor's hard-stop signal means "now".
+        if (sig <= 0 || hard || (role.supervised && sig != hard_stop_signal)) continue;
+        hard = true;
+        log::warning("second signal: stopping now");
+        // drain() is waiting for the workers; raise its phase to a hard stop.
+        sched->shutdown();
+    }
+    drainer.join();
+    print_reports(reports);
+    unsigned crashed = sched->crashed_worker_count();
+    sched.reset();
+    d.ex->stop();
+    if (crashed) log::warning(std::to_string(crashed) + " worker(s) crashed while serving");
+    log::info("stopped");
+    return 0;
+}
+
+// server.workers > 1: this process becomes the supervisor of that many
+// serving processes, forked from the deployment built and validated here
+// (the application is imported once and shared copy-on-write). Returns the
+// supervisor's exit code, or, in a serving process, that process's.
+int run_prefork(deployment& d) {
+    if (effective_listener_strategy(listener_strategy::reuseport) == listener_strategy::shared) {
+        std::cerr << "m0: M0_REUSEPORT_WORKERS=0 asks for one shared listener, which needs server.workers: 1 (it is "
+                  << d.cfg.workers << ")\n";
+        return 2;
+    }
+    // fork() copies only the calling thread: a thread started while the
+    // deployment was built would be missing, with whatever locks it held.
+    if (unsigned threads = process_thread_count(); threads > 1) {
+        std::cerr << "m0: cannot start " << d.cfg.workers << " worker processes: " << threads - 1
+                  << " thread(s) already run in this process (started by a plugin or by the imported application),"
+                     " and fork() would not copy them\n";
+        return 1;
+    }
+    std::vector<boost::asio::ip::tcp::endpoint> addresses;
+    for (const auto& l : d.cfg.listen) addresses.push_back(l.endpoint);
+    std::unique_ptr<port_reservation> reserved;
+    try {
+        reserved = std::make_unique<port_reservation>(addresses);
+    } catch (const std::exception& e) {
+        std::cerr << "m0: cannot start: " << e.what() << "\n";
+        return 1;
+    }
+    for (std::size_t i = 0; i < addresses.size(); ++i) d.cfg.listen[i].endpoint = addresses[i];
+
+    {
+        std::ostringstream line;
+        line << "m0 " << M0_VERSION_STRING << " supervisor: " << d.cfg.workers << " worker processes of "
+             << d.cfg.threads << " thread(s) each, frontend " << d.cfg.frontend_type << ", listening on";
+        for (const auto& a : addresses) line << " " << a;
+        log::info(line.str());
+    }
+
+    // An executor may hold kernel objects from its construction (the pool's
+    // wake eventfds): shared by the processes, one would steal another's
+    // wakes. It was built to validate the config; each process builds its own.
+    d.ex.reset();
+
+    supervisor_options so;
+    so.processes = d.cfg.workers;
+    so.drain_timeout = d.cfg.drain_timeout;
+    so.interactive_drain_timeout = interactive_drain_timeout;
+    fork_hooks hooks;
+    hooks.before_fork = [&] { d.fe->before_fork(); };
+    hooks.after_fork_parent = [&] { d.fe->after_fork_parent(); };
+    hooks.after_fork_child = [&] {
+        reserved->release();
+        d.fe->after_fork_child();
+    };
+    const supervise_result r = supervise(so, hooks);
+    if (!r.child) return r.exit_code;
+    try {
+        d.ex = make_executor(d);
+    } catch (const std::exception& e) {
+        std::cerr << "m0: cannot start: " << e.what() << "\n";
+        return 1;
+    }
+    return serve(d, process_role{true, r.index, d.cfg.workers});
 }
 
 }  // namespace
@@ -121,70 +292,8 @@ int run_server(const run_options& options) {
         std::cerr << "m0: configuration OK\n";
         return 0;
     }
-
-    scheduler_options so;
-    so.workers = d.cfg.threads;
-    so.listener = d.cfg.listener == "shared" ? listener_strategy::shared : listener_strategy::reuseport;
-    so.pin_cores = d.cfg.pin_cores;
-    for (const auto& l : d.cfg.listen) so.addresses.push_back(l.endpoint);
-    so.limits = d.cfg.http;
-
-    std::unique_ptr<scheduler> sched;
-    try {
-        d.fe->prepare(*d.ex);
-        d.ex->start();
-        sched = std::make_unique<scheduler>(*d.fe, *d.ex, so);
-        sched->start();
-    } catch (const std::exception& e) {
-        std::cerr << "m0: cannot start: " << e.what() << "\n";
-        sched.reset();
-        d.ex->stop();
-        return 1;
-    }
-    {
-        std::ostringstream line;
-        line << "m0 " << M0_VERSION_STRING << " serving with " << so.workers << " worker(s), frontend "
-             << d.cfg.frontend_type << ", executor " << d.ex->name() << ", listening on";
-        for (const auto& ep : sched->local_endpoints()) line << " " << ep;
-        log::info(line.str());
-    }
-
-    int first = 0;
-    while (first == 0) {
-        int sig = 0;
-        if (sigwait(&stop_signals, &sig) == 0) first = sig;
-    }
-    auto timeout = first == SIGINT ? std::min(interactive_drain_timeout, d.cfg.drain_timeout) : d.cfg.drain_timeout;
-    log::info(std::string("received ") + (first == SIGINT ? "SIGINT" : "SIGTERM") + ", draining (timeout " +
-              std::to_string(timeout.count()) + " ms); send it again to stop at once");
-
-    // Drain on a helper thread so this thread keeps listening: a second
-    // signal turns the drain into a hard stop.
-    std::atomic<bool> drained{false};
-    std::vector<worker_report> reports;
-    std::thread drainer([&] {
-        reports = sched->drain(timeout);
-        drained.store(true, std::memory_order_release);
-    });
-    bool hard = false;
-    while (!drained.load(std::memory_order_acquire)) {
-        timespec tick{0, 50'000'000};
-        int sig = sigtimedwait(&stop_signals, nullptr, &tick);
-        if (sig > 0 && !hard) {
-            hard = true;
-            log::warning("second signal: stopping now");
-            // drain() is waiting for the workers; raise its phase to a hard stop.
-            sched->shutdown();
-        }
-    }
-    drainer.join();
-    print_reports(reports);
-    unsigned crashed = sched->crashed_worker_count();
-    sched.reset();
-    d.ex->stop();
-    if (crashed) log::warning(std::to_string(crashed) + " worker(s) crashed while serving");
-    log::info("stopped");
-    return 0;
+    if (d.cfg.workers > 1) return run_prefork(d);
+    return serve(d, process_role{});
 }
 
 int list_plugins(const run_options& options) {

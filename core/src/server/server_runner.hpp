@@ -1,6 +1,9 @@
 #pragma once
-// Composition of one m0 process: config → plugins → frontend + executor →
-// scheduler → signals → drain → report. Kept out of main() so it is testable.
+// Composition of an m0 process: config → plugins → frontend + executor →
+// scheduler → signals → drain → report; with server.workers > 1 the
+// supervisor (server/supervisor.hpp) forks that many serving processes after
+// the config, plugins and frontend were built. Kept out of main() so it is
+// testable.
 #include <string>
 #include <vector>
 
@@ -16,6 +19,8 @@ struct run_options {
 
 // Serves until SIGTERM/SIGINT; returns the process exit code. Config and
 // plugin errors are printed to stderr and give exit code 2; nothing starts.
+// Prefork: returns in the supervisor and in each serving process, each with
+// its own exit code.
 M0_INTERNAL_API int run_server(const run_options& options);
 
 // `m0 plugins`: every plugin found, with its ABI and build signature.

@@ -35,6 +35,7 @@ BOOST_AUTO_TEST_CASE(empty_config_gives_every_default) {
     BOOST_TEST(config.listen[0].endpoint.port() == 8000);
     const unsigned cpus = std::max(1u, std::min(256u, std::thread::hardware_concurrency()));
     BOOST_TEST(config.threads == cpus);
+    BOOST_TEST(config.workers == 1u);
     BOOST_TEST(config.listener == "reuseport");
     BOOST_TEST(config.pin_cores);
     BOOST_TEST(config.drain_timeout.count() == 30000);
@@ -52,7 +53,7 @@ BOOST_AUTO_TEST_CASE(effective_yaml_lists_the_defaults) {
     const auto doc = config_document::load("");
     parse_server_config(doc.root());
     const auto yaml = doc.effective_yaml();
-    for (const auto* line : {"listen:\n    - 127.0.0.1:8000", "listener: reuseport", "pin_cores: true",
+    for (const auto* line : {"listen:\n    - 127.0.0.1:8000", "workers: 1", "listener: reuseport", "pin_cores: true",
                              "drain_timeout: 30s", "type: http", "max_body_size: 1g", "max_header_size: 8k",
                              "keepalive_timeout: 75s", "max_requests_per_connection: 0", "level: info"})
         BOOST_TEST(yaml.find(line) != std::string::npos, "missing '" << line << "' in\n" << yaml);
@@ -183,6 +184,27 @@ BOOST_AUTO_TEST_CASE(threads_out_of_range_are_refused) {
                many.path() + ":2:12: server.threads: expected an integer in 1..256, found '257'");
     BOOST_TEST(parse_text("server: {threads: 256}").threads == 256u);
     BOOST_TEST(parse_text("server: {threads: 1}").threads == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(workers_are_serving_processes_1_to_256) {
+    BOOST_TEST(parse_text("server: {workers: 4, threads: 2}").workers == 4u);
+    BOOST_TEST(parse_text("server: {workers: 256}").workers == 256u);
+    BOOST_TEST(parse_text("server: {workers: 1}").workers == 1u);
+    temp_yaml zero("server:\n  workers: 0\n");
+    BOOST_TEST(error_of([&] { parse_server_config(zero.load().root()); }) ==
+               zero.path() + ":2:12: server.workers: expected an integer in 1..256, found '0'");
+    BOOST_TEST(error_of([] { parse_text("server:\n  workers: 257\n"); }) ==
+               "inline.yaml:2:12: server.workers: expected an integer in 1..256, found '257'");
+    BOOST_TEST(error_of([] { parse_text("server:\n  workers: many\n"); }) ==
+               "inline.yaml:2:12: server.workers: expected an integer in 1..256, found 'many'");
+}
+
+BOOST_AUTO_TEST_CASE(a_shared_listener_needs_one_worker_process) {
+    BOOST_TEST(error_of([] { parse_text("server:\n  workers: 2\n  listener: shared\n"); }) ==
+               "inline.yaml:3:13: server.listener: 'shared' needs one serving process, but server.workers is 2 "
+               "(set server.listener: reuseport, or server.workers: 1)");
+    BOOST_TEST(parse_text("server: {workers: 1, listener: shared}").listener == "shared");
+    BOOST_TEST(parse_text("server: {workers: 3, listener: reuseport}").workers == 3u);
 }
 
 BOOST_AUTO_TEST_CASE(wrong_types_are_refused) {

@@ -1,0 +1,28 @@
+"""WSGI app of the prefork tests: tells which process served a request, and
+shows that Python works in a forked worker process (imports, threads)."""
+import json
+import os
+import threading
+
+# The app is imported once, by the supervisor, before it forks.
+IMPORTED_IN = os.getpid()
+
+
+def _work():
+    # A module first imported after the fork, and a new thread.
+    import hashlib
+    result = []
+    worker = threading.Thread(target=lambda: result.append(hashlib.sha256(b"m0").hexdigest()[:16]))
+    worker.start()
+    worker.join(5)
+    return result[0] if result else None
+
+
+def app(environ, start_response):
+    info = {"pid": os.getpid(), "imported_in": IMPORTED_IN,
+            "multiprocess": environ["wsgi.multiprocess"]}
+    if environ["PATH_INFO"] == "/work":
+        info["digest"] = _work()
+    body = json.dumps(info).encode()
+    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    return [body]

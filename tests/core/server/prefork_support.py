@@ -1,0 +1,54 @@
+"""What the prefork tests look at: the processes of a running m0, from /proc."""
+import time
+
+import m0test
+
+
+def children(pid):
+    """Pids of the live child processes of `pid`."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split() if alive(int(p))]
+    except OSError:
+        return []
+
+
+def alive(pid):
+    """True while `pid` runs (a zombie is not running)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def wait_until(condition, timeout=10.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def wait_for_children(pid, count, without=()):
+    """The `count` live children of `pid` once there are exactly that many
+    and none of them is in `without`."""
+    def ready():
+        found = children(pid)
+        return found if len(found) == count and not set(found) & set(without) else None
+    return wait_until(ready, what=f"{count} worker processes of {pid}")
+
+
+def get(port, path, attempts=20):
+    """GET on a fresh connection, retried only when the connection fails
+    (refused, reset, closed before a response): any response is returned."""
+    for attempt in range(attempts):
+        try:
+            return m0test.request(port, path=path)
+        except (ConnectionError, EOFError):  # not a timeout: a hung request fails
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.05)

@@ -1,0 +1,178 @@
+"""server.workers > 1: a supervisor and that many serving processes (prefork),
+with the native http frontend."""
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import m0test
+from prefork_support import alive, get, wait_for_children, wait_until
+
+HELLO = os.path.join(m0test.SOURCE_DIR, "configs", "hello.yaml")
+WITH_SLOW_ROUTE = (
+    "frontend:\n"
+    "  type: http\n"
+    "  routes:\n"
+    "    - {path: /hello, body: 'Hello, World!'}\n"
+    "    - {path: /slow, delay: 1500ms, body: late}\n"
+)
+
+
+def comm(pid):
+    with open(f"/proc/{pid}/comm") as f:
+        return f.read().strip()
+
+
+def test_workers_are_processes_that_all_serve(m0_server):
+    server = m0_server(HELLO, "--set", "server.workers=3")
+    pids = wait_for_children(server.proc.pid, 3)
+    assert comm(server.proc.pid) == "m0-supervisor"
+    # A new process names itself right after the fork.
+    wait_until(lambda: all(comm(pid) == "m0-worker-proc" for pid in pids), what="the worker processes' names")
+    for _ in range(30):
+        response = get(server.port, "/hello")
+        assert response.status == 200 and response.body == b"Hello, World!"
+    # Every process says which one it is.
+    wait_until(lambda: all(f"m0[{pid}] info: m0 " in server.output() for pid in pids), what="a log line per process")
+
+
+def test_a_killed_worker_process_is_respawned_and_no_request_fails(m0_server):
+    server = m0_server(HELLO, "--set", "server.workers=3")
+    before = wait_for_children(server.proc.pid, 3)
+    failures, served = [], [0]
+    stop = threading.Event()
+
+    def client():
+        while not stop.is_set():
+            try:
+                response = get(server.port, "/hello")
+            except (OSError, EOFError) as e:
+                failures.append(repr(e))
+                continue
+            if response.status != 200:
+                failures.append(response.status)
+            served[0] += 1
+
+    thread = threading.Thread(target=client)
+    thread.start()
+    try:
+        time.sleep(0.3)
+        victim = before[1]
+        os.kill(victim, signal.SIGKILL)
+        after = wait_for_children(server.proc.pid, 3, without=[victim])
+        served_at_respawn = served[0]
+        wait_until(lambda: served[0] > served_at_respawn + 20, what="requests after the respawn")
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not failures
+    assert len(set(after) - set(before)) == 1
+    assert f"(pid {victim}) was killed by SIGKILL" in server.output()
+    assert server.stop() == 0
+
+
+def test_sigterm_drains_every_process_and_exits_0(m0_server):
+    server = m0_server(WITH_SLOW_ROUTE, "--set", "server.workers=3")
+    pids = wait_for_children(server.proc.pid, 3)
+    thread, result = start_slow_request(server)
+    server.send_signal(signal.SIGTERM)
+    thread.join(15)
+    assert result["response"].status == 200 and result["response"].body == b"late"
+    assert server.proc.wait(timeout=20) == 0
+    assert not [pid for pid in pids if alive(pid)]
+    assert "supervisor: every worker process has stopped" in server.output()
+
+
+def start_slow_request(server, path="/slow"):
+    result = {}
+
+    def run():
+        try:
+            result["response"] = m0test.request(server.port, path=path, timeout=15)
+        except (OSError, EOFError) as e:
+            result["error"] = e
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    time.sleep(0.4)  # the request is in a worker process, waiting on its timer
+    return thread, result
+
+
+def test_sigint_to_the_process_group_is_one_drain_not_a_hard_stop(m0_server):
+    # Ctrl-C at a terminal signals every process of the group: each worker
+    # process gets SIGINT from the terminal and again from the supervisor.
+    server = m0_server(WITH_SLOW_ROUTE, "--set", "server.workers=2")
+    thread, result = start_slow_request(server)
+    os.killpg(server.proc.pid, signal.SIGINT)
+    thread.join(15)
+    assert result["response"].status == 200 and result["response"].body == b"late"
+    assert server.proc.wait(timeout=20) == 0
+    assert "stopping now" not in server.output()
+
+
+def test_a_second_sigterm_stops_at_once(m0_server):
+    server = m0_server(WITH_SLOW_ROUTE.replace("1500ms", "20s"), "--set", "server.workers=2")
+    thread, result = start_slow_request(server)
+    started = time.monotonic()
+    server.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    server.send_signal(signal.SIGTERM)
+    assert server.proc.wait(timeout=10) == 0
+    assert time.monotonic() - started < 10
+    thread.join(15)
+    assert "response" not in result  # cut, not answered
+    # The idle process may have finished its drain already; the busy one is
+    # told to stop at once.
+    assert "worker process(es) at once" in server.output()
+    assert "second signal: stopping now" in server.output()
+
+
+def test_worker_processes_stop_when_the_supervisor_is_killed(m0_server):
+    server = m0_server(HELLO, "--set", "server.workers=2")
+    pids = wait_for_children(server.proc.pid, 2)
+    os.kill(server.proc.pid, signal.SIGKILL)
+    server.proc.wait(timeout=10)
+    wait_until(lambda: not [pid for pid in pids if alive(pid)], what="the orphaned worker processes to exit")
+
+
+def test_a_port_0_is_one_port_for_every_process(tmp_path):
+    # The supervisor resolves port 0 once; every process binds that port.
+    log = tmp_path / "m0.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([m0test.M0_BINARY, "--config", HELLO, "--listen", "127.0.0.1:0", "--threads", "1",
+                                 "--set", "server.workers=2"], stdout=out, stderr=subprocess.STDOUT,
+                                cwd=m0test.SOURCE_DIR, start_new_session=True)
+    try:
+        lines = wait_until(lambda: (lambda found: found if len(found) == 2 else None)(
+            [line for line in log.read_text().splitlines() if "(worker process" in line]), what="2 processes serving")
+        ports = {line.split("listening on 127.0.0.1:")[1].split()[0] for line in lines}
+        assert len(ports) == 1 and ports != {"0"}
+        assert get(int(ports.pop()), "/hello").status == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_check_prints_workers():
+    result = m0test.run_m0("--check", "--config", HELLO, "--set", "server.workers=4")
+    assert result.returncode == 0, result.stderr
+    assert "workers: 4" in result.stdout
+    result = m0test.run_m0("--check", "--config", HELLO)
+    assert "workers: 1" in result.stdout
+
+
+def test_workers_out_of_range_are_a_config_error():
+    for value in ("0", "257", "two"):
+        result = m0test.run_m0("--config", HELLO, "--set", f"server.workers={value}")
+        assert result.returncode == 2
+        assert "server.workers: expected an integer in 1..256" in result.stderr
+
+
+def test_a_shared_listener_needs_one_process():
+    result = m0test.run_m0("--config", HELLO, "--set", "server.workers=2", "--set", "server.listener=shared")
+    assert result.returncode == 2
+    assert "server.listener" in result.stderr and "server.workers is 2" in result.stderr

@@ -1,0 +1,89 @@
+"""server.workers > 1 with a WSGI app: the app is imported once by the
+supervisor, then each worker process runs its own interpreter."""
+import json
+import os
+import sys
+
+import pytest
+
+import m0test
+from prefork_support import alive, get, wait_for_children
+
+APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
+POOL_PLUGIN = os.path.join(m0test.BUILD_DIR, "lib", "m0", "plugins", "m0-executor-pool.so")
+WSGI_PLUGIN = os.path.join(m0test.BUILD_DIR, "lib", "m0", "plugins", "m0-frontend-wsgi.so")
+# The embedded interpreter runs in the test venv.
+VENV = {"VIRTUAL_ENV": sys.prefix}
+
+pytestmark = pytest.mark.skipif(not os.path.exists(WSGI_PLUGIN), reason="the frontend-wsgi plugin is not built")
+
+
+@pytest.fixture(params=["inline", "pool"])
+def executor(request):
+    if request.param == "pool" and not os.path.exists(POOL_PLUGIN):
+        pytest.skip("the executor-pool plugin is not built (no m0-executor-pool.so)")
+    return request.param
+
+
+def config(app, executor):
+    return (
+        "frontend:\n"
+        "  type: wsgi\n"
+        f"  app: \"{app}\"\n"
+        f"  chdir: {APPS}\n"
+        "executor:\n"
+        f"  type: {executor}\n"
+    )
+
+
+def served_by(port, path="/"):
+    response = get(port, path)
+    assert response.status == 200, response.body
+    return json.loads(response.body)
+
+
+def test_two_processes_serve_with_their_own_interpreter(m0_server, executor):
+    server = m0_server(config("prefork_app:app", executor), "--set", "server.workers=2", env=VENV)
+    supervisor = server.proc.pid
+    workers = wait_for_children(supervisor, 2)
+    seen = set()
+    for _ in range(400):
+        info = served_by(server.port)
+        # Imported before the fork (copy-on-write), served after it.
+        assert info["imported_in"] == supervisor
+        assert info["multiprocess"] is True
+        seen.add(info["pid"])
+        if len(seen) == 2:
+            break
+    assert seen == set(workers)
+    # Python works after the fork: a fresh import and a new thread, in
+    # every process.
+    worked = {}
+    for _ in range(400):
+        info = served_by(server.port, "/work")
+        assert info["digest"] == "e4223ed20d7ea574"
+        worked[info["pid"]] = worked.get(info["pid"], 0) + 1
+        if len(worked) == 2 and min(worked.values()) >= 10:
+            break
+    assert set(worked) == set(workers) and min(worked.values()) >= 10
+    assert server.stop() == 0
+    assert not [pid for pid in workers if alive(pid)]
+
+
+def test_a_crash_loop_makes_the_supervisor_give_up():
+    # Every worker process exits in its after-fork callback.
+    server = m0test.Server(config("prefork_fork_exit:app", "inline"), "--set", "server.workers=2", env=VENV)
+    with pytest.raises(RuntimeError, match="exited with 1"):
+        server.start()
+    output = server.output()
+    assert "exited with code 3" in output
+    assert "keep dying at start: 5 times in a row" in output and "giving up" in output
+    server.kill()
+
+
+def test_a_thread_started_before_the_fork_is_refused():
+    server = m0test.Server(config("prefork_thread_app:app", "inline"), "--set", "server.workers=2", env=VENV)
+    with pytest.raises(RuntimeError, match="exited with 1"):
+        server.start()
+    assert "thread(s) already run in this process" in server.output()
+    server.kill()
