@@ -28,9 +28,10 @@ constexpr const char* usage_head =
 constexpr const char* usage_tail =
     "\n"
     "Every YAML key can be overridden: --set server.threads=4, --set 'server.listen=[\"[::1]:8080\"]'.\n"
-    "Shortcuts are applied before --set, in this order: --app, --listen, --threads.\n"
+    "Shortcuts are applied before --set, in this order: --app, --listen, --threads, --workers.\n"
     "Exit codes: 0 success, 1 start-up failure (e.g. address in use), 2 configuration or plugin error.\n"
     "Signals: SIGTERM drains (server.drain_timeout), SIGINT drains briefly, a second signal stops at once.\n"
+    "With server.workers > 1 a supervisor forwards them to every process; SIGQUIT to it stops at once.\n"
     "Docs: README.md, docs/config.md, and each plugin's README.\n";
 
 std::string quoted_yaml(const std::string& s) {
@@ -52,7 +53,8 @@ int main(int argc, char** argv) {
         ("config,c", po::value<std::string>(), "YAML deployment file")
         ("set", po::value<std::vector<std::string>>()->composing(), "override a key: --set key.path=value (repeatable)")
         ("listen,l", po::value<std::vector<std::string>>()->composing(), "HOST:PORT to listen on (repeatable; replaces server.listen)")
-        ("threads,t", po::value<unsigned>(), "worker (reactor) threads, 1..256 (server.threads)")
+        ("threads,t", po::value<unsigned>(), "reactor threads per process, 1..256 (server.threads)")
+        ("workers,w", po::value<unsigned>(), "serving processes under a supervisor, 1..256 (server.workers)")
         ("app", po::value<std::string>(), "serve a WSGI callable (frontend.type=wsgi, frontend.app=...)")
         ("check", "validate the configuration, print it with defaults filled in, and exit");
     po::options_description hidden;
@@ -97,6 +99,7 @@ int main(int argc, char** argv) {
         options.sets.push_back(list + "]");
     }
     if (vm.count("threads")) options.sets.push_back("server.threads=" + std::to_string(vm["threads"].as<unsigned>()));
+    if (vm.count("workers")) options.sets.push_back("server.workers=" + std::to_string(vm["workers"].as<unsigned>()));
     if (vm.count("set"))
         for (const auto& s : vm["set"].as<std::vector<std::string>>()) options.sets.push_back(s);
     options.check_only = vm.count("check") > 0;

@@ -214,7 +214,7 @@ void scheduler::run_worker(worker& w) {
         unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
         cpu_set_t set;
         CPU_ZERO(&set);
-        CPU_SET(w.index % cpus, &set);
+        CPU_SET((options_.first_core + w.index) % cpus, &set);
         pthread_setaffinity_np(pthread_self(), sizeof set, &set);
     }
 

@@ -24,6 +24,9 @@ struct scheduler_options {
     unsigned workers = 1;                                   // 1..256
     listener_strategy listener = listener_strategy::reuseport;
     bool pin_cores = true;
+    // Worker i is pinned to core (first_core + i) mod CPUs: processes of one
+    // deployment each start at their own offset instead of sharing core 0.
+    unsigned first_core = 0;
     std::vector<boost::asio::ip::tcp::endpoint> addresses;  // every worker listens on each
     http_limits limits;
     int backlog = 4096;

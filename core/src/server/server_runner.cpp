@@ -129,10 +129,9 @@ int serve(deployment& d, const process_role& role) {
     scheduler_options so;
     so.workers = d.cfg.threads;
     so.listener = d.cfg.listener == "shared" ? listener_strategy::shared : listener_strategy::reuseport;
-    // The scheduler pins thread i to core i; every process would pin its
-    // threads onto the same first cores, so with several processes the
-    // kernel places them instead.
-    so.pin_cores = d.cfg.pin_cores && !role.supervised;
+    // Each process pins its reactors to its own block of cores.
+    so.pin_cores = d.cfg.pin_cores;
+    so.first_core = role.index * d.cfg.threads;
     for (const auto& l : d.cfg.listen) so.addresses.push_back(l.endpoint);
     so.limits = d.cfg.http;
 
