@@ -20,7 +20,7 @@ namespace {
 
 }  // namespace
 
-int open_listen_socket(const boost::asio::ip::tcp::endpoint& address, bool reuseport, int backlog) {
+int open_bound_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport) {
     int fd = ::socket(address.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) fail("create a socket for", address, errno);
     int one = 1;
@@ -39,6 +39,16 @@ int open_listen_socket(const boost::asio::ip::tcp::endpoint& address, bool reuse
         ::close(fd);
         fail("bind", address, err);
     }
+    if (address.port() == 0) {
+        socklen_t len = static_cast<socklen_t>(address.capacity());
+        ::getsockname(fd, address.data(), &len);
+        address.resize(len);
+    }
+    return fd;
+}
+
+int open_listen_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport, int backlog) {
+    int fd = open_bound_socket(address, reuseport);
     if (::listen(fd, backlog) != 0) {
         int err = errno;
         ::close(fd);

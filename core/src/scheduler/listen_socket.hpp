@@ -4,10 +4,16 @@
 
 namespace m0 {
 
+// A bound (not listening) non-blocking, close-on-exec TCP socket with the
+// options m0's listeners use. A port 0 in `address` is replaced by the port
+// the kernel chose. Throws std::system_error naming the address on failure.
+int open_bound_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport);
+
 // A bound, listening, non-blocking, close-on-exec TCP socket. With
 // `reuseport` several such sockets may share the address (one per worker).
+// A port 0 in `address` is replaced by the port the kernel chose.
 // Throws std::system_error naming the address on failure.
-int open_listen_socket(const boost::asio::ip::tcp::endpoint& address, bool reuseport, int backlog);
+int open_listen_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport, int backlog);
 
 // Makes a listening socket refuse new connections without closing its fd:
 // the fd may still be registered in a worker's epoll, and closing it early

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <condition_variable>
-#include <cstring>
 #include <cstdlib>
 #include <mutex>
 #include <sstream>
@@ -141,15 +140,8 @@ void scheduler::start() {
         auto addresses = options_.addresses;
         if (strategy == listener_strategy::shared) {
             for (auto& a : addresses) {
-                int fd = open_listen_socket(a, false, options_.backlog);
-                shared_fds_.push_back(fd);
-                sockaddr_storage ss{};
-                socklen_t len = sizeof ss;
-                ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-                boost::asio::ip::tcp::endpoint bound;
-                std::memcpy(bound.data(), &ss, len);
-                bound.resize(len);
-                bound_.push_back(bound);
+                shared_fds_.push_back(open_listen_socket(a, false, options_.backlog));
+                bound_.push_back(a);
             }
         }
         for (unsigned i = 0; i < options_.workers; ++i) {
@@ -164,10 +156,7 @@ void scheduler::start() {
                     // and reused by the others so they share one address.
                     int fd = open_listen_socket(addresses[a], true, options_.backlog);
                     w->listeners.push_back(make_reuseport_listener(*w->io, fd));
-                    if (i == 0) {
-                        bound_.push_back(w->listeners.back()->local_endpoint());
-                        addresses[a] = bound_.back();
-                    }
+                    if (i == 0) bound_.push_back(addresses[a]);
                 } else {
                     w->listeners.push_back(make_shared_listener(*w->io, shared_fds_[a], exclusive));
                 }
