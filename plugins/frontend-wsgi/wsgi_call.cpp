@@ -29,14 +29,27 @@ void stream_link::on_written(std::size_t n) {
         }
     }
     if (arm) {
-        ex->when_drained(high_water / 2, [self = shared_from_this()] {
+        // std::function needs a copyable callable: share the guard.
+        auto guard = std::make_shared<room_guard>(shared_from_this());
+        ex->when_drained(high_water / 2, [guard] {
+            guard->ran = true;
+            stream_link& self = *guard->link;
             {
-                std::lock_guard lock(self->mutex);
-                self->waiting_drain = false;
-                if (self->ex->client_gone()) self->gone = true;
+                std::lock_guard lock(self.mutex);
+                self.waiting_drain = false;
+                if (self.ex->client_gone()) self.gone = true;
             }
-            self->room.notify_all();
+            self.room.notify_all();
         });
+    }
+    room.notify_all();
+}
+
+void stream_link::abandon() {
+    {
+        std::lock_guard lock(mutex);
+        gone = true;
+        waiting_drain = false;
     }
     room.notify_all();
 }
@@ -264,10 +277,11 @@ bool wsgi_call::send_chunk(const char* data, std::size_t size) {
         std::lock_guard lock(stream_->mutex);
         stream_->unwritten += size;
     }
-    port_->post_fn([link = stream_, chunk = std::string(data, size)]() mutable {
+    port_->post_fn([guard = room_guard(stream_), chunk = std::string(data, size)]() mutable {
+        guard.ran = true;
         std::size_t n = chunk.size();
-        link->ex->write(std::move(chunk));
-        link->on_written(n);
+        guard.link->ex->write(std::move(chunk));
+        guard.link->on_written(n);
     });
     return true;
 }

@@ -38,6 +38,10 @@ struct stream_link : std::enable_shared_from_this<stream_link> {
     stream_link(http::exchange_ptr e, std::size_t high) : ex(std::move(e)), high_water(high) {}
     // Reactor: after handing `n` bytes to the exchange.
     void on_written(std::size_t n);
+    // A reactor task or drain callback meant to make room was destroyed
+    // without running (the worker was torn down at a hard stop): release the
+    // producer as if the client had gone, so it cannot wait forever.
+    void abandon();
 
     http::exchange_ptr ex;
     const std::size_t high_water;
@@ -46,6 +50,20 @@ struct stream_link : std::enable_shared_from_this<stream_link> {
     std::size_t unwritten = 0;    // posted, not yet given to the exchange
     bool waiting_drain = false;   // the exchange holds more than high_water
     bool gone = false;            // the client disconnected
+};
+
+// Held by each reactor-side callback that a waiting producer depends on:
+// calls stream_link::abandon() if the callback is destroyed without running.
+struct room_guard {
+    explicit room_guard(std::shared_ptr<stream_link> l) : link(std::move(l)) {}
+    room_guard(room_guard&& other) noexcept : link(std::move(other.link)), ran(other.ran) {}
+    room_guard(const room_guard&) = delete;
+    room_guard& operator=(const room_guard&) = delete;
+    ~room_guard() {
+        if (link && !ran) link->abandon();
+    }
+    std::shared_ptr<stream_link> link;
+    bool ran = false;
 };
 
 class wsgi_call final : public job {

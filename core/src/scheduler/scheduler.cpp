@@ -392,8 +392,16 @@ void scheduler::stop_and_join_all() {
         w->ctx.on_drain = nullptr;
         w->ctx.on_force_close = nullptr;
         w->listeners.clear();
-        w->lane.reset();  // before the waker it may still hold
-        w->waker.reset();
+        if (w->lane && w->lane->jobs_in_flight() > 0) {
+            // A hard stop left jobs running on executor threads: they will
+            // still push completions to this lane and wake through this
+            // waker. Leak both rather than free them under those threads.
+            (void)w->lane.release();
+            (void)w->waker.release();
+        } else {
+            w->lane.reset();  // before the waker it may still hold
+            w->waker.reset();
+        }
     }
     std::lock_guard lock(state_->io_mutex);
     state_->ios_alive = false;

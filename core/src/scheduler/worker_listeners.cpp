@@ -8,6 +8,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 
 namespace m0 {
 namespace {
@@ -98,7 +99,12 @@ private:
     void try_accept() {
         int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            deliver(error_code{}, tcp::socket(io_, protocol_, fd));
+            // Completed like an Asio accept: posted, never inside the
+            // async_accept call, so a caller that accepts again from its
+            // handler does not recurse once per queued connection.
+            boost::asio::post(io_, [this, s = tcp::socket(io_, protocol_, fd)]() mutable {
+                deliver(error_code{}, std::move(s));
+            });
             return;
         }
         int err = errno;
@@ -116,7 +122,7 @@ private:
             });
             return;
         }
-        deliver(error_code(err, boost::system::system_category()), tcp::socket(io_));
+        boost::asio::post(io_, [this, err] { deliver(error_code(err, boost::system::system_category()), tcp::socket(io_)); });
     }
 
     void deliver(error_code ec, tcp::socket s) {

@@ -15,7 +15,7 @@ frontend:
   type: http
   routes:
     - {path: /hello, body: "Hello, World!"}
-    - {path: /slow, body: "slow done", delay: 1s}
+    - {path: /slow, body: "slow done", delay: 2s}
     - {path: /slower, body: "slower done", delay: 300ms}
     - {path: /forever, body: "never", delay: 60s}
 """
@@ -25,7 +25,9 @@ def test_sigterm_during_a_slow_request_delivers_it_and_exits_0(m0_server):
     server = m0_server(CONFIG)
     with server.connect() as s:
         s.sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-        time.sleep(0.3)
+        # Long enough for m0 to have read the request even on a loaded
+        # machine (sanitizer builds), well inside the 2 s delay.
+        time.sleep(0.8)
         server.send_signal(signal.SIGTERM)
         resp = m0test.ResponseReader(s, timeout=10).read()
     assert resp.status == 200 and resp.body == b"slow done"
@@ -56,7 +58,7 @@ def test_second_signal_stops_at_once_and_reports_force_closed(m0_server):
     server = m0_server(CONFIG)
     s = server.connect()
     s.sendall(b"GET /forever HTTP/1.1\r\nHost: x\r\n\r\n")
-    time.sleep(0.3)
+    time.sleep(0.8)
     server.send_signal(signal.SIGTERM)
     time.sleep(0.5)
     assert server.proc.poll() is None, "a request in flight must hold the drain"
