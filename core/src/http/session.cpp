@@ -237,8 +237,12 @@ void session::update_read_phase(clock::time_point now) {
         // Counted from the first byte of the request, not per read, so a
         // client trickling a head byte by byte cannot hold the connection.
         if (phase_ != read_phase::head) {
+            // A new connection's first head is timed from the accept: the
+            // idle wait before its first byte already counts, so a client
+            // gets header_timeout in all, not twice that.
+            const bool first_head = phase_ == read_phase::idle && served_ == 0;
             phase_ = read_phase::head;
-            set_read_deadline(after(limits_.header_timeout, now));
+            if (!first_head) set_read_deadline(after(limits_.header_timeout, now));
         }
         return;
     }
