@@ -25,26 +25,6 @@ bool latin1_view(PyObject* s, const char* what, std::string_view& out) {
     return true;
 }
 
-bool is_token_char(unsigned char c) {
-    if (c >= '0' && c <= '9') return true;
-    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return true;
-    return std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if ((a[i] | 0x20) != (b[i] | 0x20)) return false;
-    return true;
-}
-
-// Headers the engine writes itself; an application's copy is dropped (or,
-// for Content-Length, used as the declared body length).
-bool engine_owned(std::string_view name) {
-    return iequals(name, "Transfer-Encoding") || iequals(name, "Connection") || iequals(name, "Keep-Alive") ||
-           iequals(name, "Date") || iequals(name, "Server");
-}
-
 }  // namespace
 
 bool parse_status(PyObject* status, unsigned& out) {
@@ -85,9 +65,7 @@ bool parse_headers(PyObject* headers, response_head& out) {
         if (!latin1_view(PyTuple_GET_ITEM(item, 0), "header name", name) ||
             !latin1_view(PyTuple_GET_ITEM(item, 1), "header value", value))
             return false;
-        bool name_ok = !name.empty();
-        for (unsigned char c : name) name_ok = name_ok && is_token_char(c);
-        if (!name_ok) {
+        if (!http::is_token(name)) {
             PyErr_Format(PyExc_ValueError, "invalid header name %R", PyTuple_GET_ITEM(item, 0));
             return false;
         }
@@ -97,7 +75,7 @@ bool parse_headers(PyObject* headers, response_head& out) {
                 return false;
             }
         }
-        if (iequals(name, "Content-Length")) {
+        if (http::ascii_iequals(name, "Content-Length")) {
             std::uint64_t v = 0;
             auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
             if (value.empty() || ec != std::errc() || p != value.data() + value.size()) {
@@ -107,7 +85,7 @@ bool parse_headers(PyObject* headers, response_head& out) {
             out.content_length = v;
             continue;
         }
-        if (engine_owned(name)) continue;
+        if (http::is_engine_owned_header(name)) continue;
         out.headers.push_back({std::string(name), std::string(value)});
     }
     return true;

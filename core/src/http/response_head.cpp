@@ -2,25 +2,11 @@
 
 #include <charconv>
 
-#include <boost/beast/core/string.hpp>
+#include <m0/http.hpp>
 
 namespace m0::http::detail {
 
 namespace {
-
-// Headers the engine owns (http.hpp); a handler's copy would contradict
-// the framing the engine chose, so it is dropped.
-bool engine_owned(std::string_view name) noexcept {
-    using boost::beast::iequals;
-    switch (name.size()) {
-    case 4: return iequals(name, "date");
-    case 6: return iequals(name, "server");
-    case 10: return iequals(name, "connection");
-    case 14: return iequals(name, "content-length");
-    case 17: return iequals(name, "transfer-encoding");
-    default: return false;
-    }
-}
 
 // CR, LF or NUL in a field would let a handler's data split the response.
 bool field_safe(std::string_view s) noexcept {
@@ -62,7 +48,7 @@ void append_response_head(std::string& out, const head_spec& spec, std::string_v
     }
     if (spec.headers) {
         for (const auto& h : *spec.headers) {
-            if (h.name.empty() || engine_owned(h.name) || !field_safe(h.name) || !field_safe(h.value)) continue;
+            if (h.name.empty() || is_engine_owned_header(h.name) || !field_safe(h.name) || !field_safe(h.value)) continue;
             out.append(h.name);
             out.append(": ");
             out.append(h.value);

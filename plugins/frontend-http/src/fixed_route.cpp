@@ -15,7 +15,7 @@ fixed_route::fixed_route(route_config config) : config_(std::move(config)) {
         allow_ += m;
     }
     echo_has_type_ = std::any_of(config_.headers.begin(), config_.headers.end(),
-                                 [](const auto& h) { return static_files::iequals(h.name, "Content-Type"); });
+                                 [](const auto& h) { return http::ascii_iequals(h.name, "Content-Type"); });
 }
 
 bool fixed_route::matches_path(std::string_view path) const noexcept {

@@ -13,25 +13,8 @@
 namespace m0::frontend_http {
 namespace {
 
-using static_files::iequals;
 
 constexpr std::chrono::nanoseconds max_delay = std::chrono::hours(1);
-
-bool is_token(std::string_view s) noexcept {
-    if (s.empty()) return false;
-    constexpr std::string_view extra = "!#$%&'*+-.^_`|~";
-    return std::all_of(s.begin(), s.end(), [&](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || extra.find(c) != std::string_view::npos;
-    });
-}
-
-// Framing and connection headers belong to the engine (m0/http.hpp).
-bool engine_owned(std::string_view name) noexcept {
-    for (std::string_view owned : {"Content-Length", "Transfer-Encoding", "Connection", "Date", "Server"}) {
-        if (iequals(name, owned)) return true;
-    }
-    return false;
-}
 
 std::vector<http::response_header> parse_headers(const config_node& route) {
     std::vector<http::response_header> out;
@@ -39,8 +22,8 @@ std::vector<http::response_header> parse_headers(const config_node& route) {
     if (!node.present()) return out;
     if (!node.is_map()) route.fail("headers", "expected a map of header name to value, e.g. {Content-Type: text/plain}");
     for (const auto& name : node.keys()) {
-        if (!is_token(name)) node.fail(name, "not a valid header name");
-        if (engine_owned(name)) node.fail(name, "this header is set by the HTTP engine and cannot be configured");
+        if (!http::is_token(name)) node.fail(name, "not a valid header name");
+        if (http::is_engine_owned_header(name)) node.fail(name, "this header is set by the HTTP engine and cannot be configured");
         auto value = node.string(name, "");
         if (value.find_first_of("\r\n") != std::string::npos || value.find('\0') != std::string::npos)
             node.fail(name, "a header value cannot contain CR, LF or NUL");
@@ -54,7 +37,7 @@ std::vector<std::string> parse_methods(const config_node& route) {
     std::vector<std::string> methods;
     for (const auto& m : listed) {
         if (m == "*") return {};  // any method
-        if (!is_token(m)) route.fail("method", "'" + m + "' is not a valid method name");
+        if (!http::is_token(m)) route.fail("method", "'" + m + "' is not a valid method name");
         if (std::find(methods.begin(), methods.end(), m) == methods.end()) methods.push_back(m);
     }
     if (methods.empty()) route.fail("method", "expected at least one method (or \"*\" for any)");
@@ -92,7 +75,7 @@ route_config parse_route(const config_node& node) {
     if (r.delay < std::chrono::nanoseconds{0} || r.delay > max_delay)
         node.fail("delay", "expected a duration between 0s and 1h");
     bool has_type = std::any_of(r.headers.begin(), r.headers.end(),
-                                [](const auto& h) { return iequals(h.name, "Content-Type"); });
+                                [](const auto& h) { return http::ascii_iequals(h.name, "Content-Type"); });
     if (!has_type && !r.echo && !r.body.empty()) r.headers.push_back({"Content-Type", "text/plain"});
     return r;
 }

@@ -2,17 +2,11 @@
 // ASCII helpers for header names, tokens and list elements (locale-free).
 #include <string_view>
 
+#include <m0/http.hpp>
+
 namespace m0::static_files {
 
-constexpr char ascii_lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
-
-constexpr bool iequals(std::string_view a, std::string_view b) noexcept {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
-    }
-    return true;
-}
+using http::ascii_iequals;
 
 // Strips optional whitespace (SP / HTAB) at both ends.
 constexpr std::string_view trim_ows(std::string_view s) noexcept {

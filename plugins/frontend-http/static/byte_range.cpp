@@ -26,7 +26,7 @@ std::optional<std::uint64_t> parse_u64(std::string_view s) noexcept {
 range_outcome parse_byte_range(std::string_view header, std::uint64_t size, byte_range& range) noexcept {
     auto eq = header.find('=');
     if (eq == std::string_view::npos) return range_outcome::ignore;
-    if (!iequals(trim_ows(header.substr(0, eq)), "bytes")) return range_outcome::ignore;
+    if (!ascii_iequals(trim_ows(header.substr(0, eq)), "bytes")) return range_outcome::ignore;
     auto spec = trim_ows(header.substr(eq + 1));
     if (spec.find(',') != std::string_view::npos) return range_outcome::ignore;
     auto dash = spec.find('-');

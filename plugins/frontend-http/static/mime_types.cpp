@@ -65,7 +65,7 @@ std::string_view mime_type_for(std::string_view file_name) noexcept {
     if (dot == std::string_view::npos || dot == 0) return fallback;
     auto ext = file_name.substr(dot + 1);
     for (const auto& [known, type] : mime_table) {
-        if (iequals(ext, known)) return type;
+        if (ascii_iequals(ext, known)) return type;
     }
     return fallback;
 }

@@ -113,7 +113,8 @@ public:
         if (path == "/handler-framing") {
             return ex->respond(200, {{"Content-Type", "application/json"},
                                      {"Content-Length", "999"},
-                                     {"Transfer-Encoding", "chunked"}},
+                                     {"Transfer-Encoding", "chunked"},
+                                     {"Keep-Alive", "timeout=999"}},
                                std::move(body));
         }
         ex->respond(200, json_type(), std::move(body));

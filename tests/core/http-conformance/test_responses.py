@@ -122,6 +122,8 @@ def test_handler_framing_headers_never_reach_the_wire(reflect):
         r = c.read_response()
         after = c.read_response()
     assert json.loads(r.body)["target"] == "/handler-framing"
+    # Connection management is the engine's: a handler's Keep-Alive is dropped.
+    assert r.header("Keep-Alive") is None
     assert json.loads(after.body)["target"] == "/after"
 
 
