@@ -214,18 +214,21 @@ struct bench_reactor {
     std::unique_ptr<m0::executor_lane> lane;
 };
 
-m0::pool::pool_options pool_opts(ring_kind ring, unsigned threads, nanoseconds spin) {
+m0::pool::pool_options pool_opts(ring_kind ring, unsigned threads, nanoseconds spin,
+                                 nanoseconds reactor_spin = nanoseconds(0)) {
     m0::pool::pool_options o;
     o.threads = o.max_threads = threads;
     o.ring = ring;
     o.spin = spin;
+    o.reactor_spin = reactor_spin;
     return o;
 }
 
 // One job at a time through the pool: the latency-bound round trip.
-std::function<void(std::uint64_t)> pool_pingpong(ring_kind ring, nanoseconds spin) {
+std::function<void(std::uint64_t)> pool_pingpong(ring_kind ring, nanoseconds spin,
+                                                 nanoseconds reactor_spin = nanoseconds(0)) {
     return [=](std::uint64_t n) {
-        m0::pool::pool_executor ex(pool_opts(ring, 1, spin));
+        m0::pool::pool_executor ex(pool_opts(ring, 1, spin, reactor_spin));
         bench_reactor r(ex);
         ex.start();
         r.run(1, [&](std::uint64_t done) { return done >= n; });
@@ -284,6 +287,8 @@ int main(int argc, char** argv) {
     rs.push_back(measure("vyukov ring, pure spin", n, ring_spin(1)));
     rs.push_back(measure("boost::lockfree::queue, pure spin", n, lockfree_spin(1)));
     rs.push_back(measure("pool vyukov, spin 10us", n, pool_pingpong(ring_kind::vyukov, microseconds(10))));
+    rs.push_back(measure("pool vyukov, spin + reactor_spin 10us", n,
+                         pool_pingpong(ring_kind::vyukov, microseconds(10), microseconds(10))));
     rs.push_back(measure("pool vyukov, park (spin 0)", slow, pool_pingpong(ring_kind::vyukov, nanoseconds(0))));
     rs.push_back(measure("pool lockfree, spin 10us", n, pool_pingpong(ring_kind::lockfree, microseconds(10))));
     rs.push_back(measure("pool none (eventfd+mutex)", slow, pool_pingpong(ring_kind::none, nanoseconds(0))));

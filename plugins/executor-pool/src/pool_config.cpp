@@ -6,8 +6,8 @@ namespace m0::pool {
 
 pool_options read_pool_options(const config_node& section, const char* env_ring) {
     using namespace std::chrono;
-    section.allow_keys({"threads", "max_threads", "idle_timeout", "spin", "ring", "ring_capacity",
-                        "max_job_age"});
+    section.allow_keys({"threads", "max_threads", "idle_timeout", "spin", "reactor_spin", "ring",
+                        "ring_capacity", "max_job_age"});
     pool_options o;
     o.threads = static_cast<unsigned>(section.integer("threads", 1, 1, max_pool_threads));
     o.max_threads = static_cast<unsigned>(
@@ -17,6 +17,9 @@ pool_options read_pool_options(const config_node& section, const char* env_ring)
     o.spin = section.duration("spin", microseconds(10));
     if (o.spin < nanoseconds(0) || o.spin > seconds(1))
         section.fail("spin", "expected a duration in 0..1s");
+    o.reactor_spin = section.duration("reactor_spin", nanoseconds(0));
+    if (o.reactor_spin < nanoseconds(0) || o.reactor_spin > milliseconds(1))
+        section.fail("reactor_spin", "expected a duration in 0..1ms");
     const std::string ring = section.one_of("ring", "vyukov", {"vyukov", "lockfree", "none"});
     o.ring = ring == "lockfree" ? ring_kind::lockfree : ring == "none" ? ring_kind::none : ring_kind::vyukov;
     if (env_ring && std::string(env_ring) == "0") o.ring = ring_kind::none;

@@ -114,6 +114,15 @@ bool pool_lane::prepare_to_wait() {
     if (lane_->stash) return false;
     if (core_->stopping() && (!lane_->job_overflow.empty() || lane_->jobs->maybe_nonempty()))
         return false;  // queued jobs to cancel
+    // Optional reactor-side spin: with jobs out, a completion arriving
+    // within reactor_spin is taken without a wake on either side.
+    const auto reactor_spin = core_->options().reactor_spin;
+    if (reactor_spin.count() > 0 && jobs_in_flight() > 0) {
+        const auto deadline = std::chrono::steady_clock::now() + reactor_spin;
+        do {
+            if (lane_->completions->maybe_nonempty()) return false;
+        } while (std::chrono::steady_clock::now() < deadline);
+    }
     // Announce, re-check, and only then let the reactor block.
     lane_->reactor_waiting.exchange(true);  // an RMW: see pool_core.cpp
     const auto window = core_->options().test_park_window;

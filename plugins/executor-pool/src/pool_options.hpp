@@ -16,6 +16,10 @@ struct pool_options {
     unsigned max_threads = 1;    // grown to while jobs wait
     std::chrono::nanoseconds idle_timeout = std::chrono::seconds(30);
     std::chrono::nanoseconds spin = std::chrono::microseconds(10);
+    // How long a reactor with jobs out polls its completion ring before it
+    // announces and blocks. 0 (default): block at once — on a small machine
+    // a spinning reactor takes the core its pool thread or clients need.
+    std::chrono::nanoseconds reactor_spin{0};
     ring_kind ring = ring_kind::vyukov;
     std::size_t ring_capacity = 1024;  // per lane, per direction; power of two
     std::chrono::nanoseconds max_job_age = std::chrono::microseconds(200);
