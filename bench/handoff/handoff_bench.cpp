@@ -31,6 +31,7 @@
 #include <vector>
 
 #include <m0/executor.hpp>
+#include <m0/reactor_pass.hpp>
 
 #include "pool_executor.hpp"
 #include "vyukov_ring.hpp"
@@ -167,6 +168,7 @@ std::function<void(std::uint64_t)> socketpair_pingpong(std::uint64_t window) {
 
 // --- the pool itself: a reactor loop as the core runs it ----------------------
 
+// Posts to the reactor; the bench stops the pool before its reactor goes.
 class io_waker final : public m0::reactor_waker {
 public:
     explicit io_waker(boost::asio::io_context& io) : io_(io) {}
@@ -199,18 +201,12 @@ struct bench_reactor {
                 ++submitted;
             }
             if (!more && lane->jobs_in_flight() == 0) return done;
-            std::size_t n = io.poll();
-            n += lane->poll_completions();
-            lane->on_reactor_pass();
-            if (n == 0 && lane->prepare_to_wait()) {
-                io.run_one();
-                lane->finished_waiting();
-            }
+            m0::run_reactor_pass(io, *lane);
         }
     }
     boost::asio::io_context io{1};
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{io.get_executor()};
-    io_waker waker{io};
+    std::shared_ptr<io_waker> waker = std::make_shared<io_waker>(io);
     std::unique_ptr<m0::executor_lane> lane;
 };
 

@@ -279,7 +279,7 @@ void fuzz_session(std::uint8_t control, const char* data, std::size_t size) {
             ::shutdown(client, SHUT_WR);  // the client's EOF path
             settle(io, client, received);
         }
-        ctx.on_force_close();
+        ctx.run_force_close_hooks();
         listener.release();
         io.restart();
         io.run();

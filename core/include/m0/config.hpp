@@ -101,6 +101,9 @@ public:
     config_node root() const;
     // The effective configuration recorded so far, as YAML text.
     std::string effective_yaml() const;
+    // Top-level sections of the document that no getter has read yet: once
+    // every plugin has validated its section, what is left is read by nobody.
+    std::vector<std::string> unread_sections() const;
     const std::string& file_name() const;
 
 private:

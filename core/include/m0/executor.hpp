@@ -1,15 +1,23 @@
 #pragma once
 // Executor seam: runs jobs off the reactor thread and hands their completions
-// back to the reactor that submitted them (GUIDE sections 2 and 5).
+// back to the reactor that submitted them.
 //
 // Threading contract:
 //  * executor_lane::submit, poll_completions, prepare_to_wait,
-//    finished_waiting and on_reactor_pass are called only by the lane's own
-//    reactor thread.
+//    finished_waiting, on_reactor_pass and post_to_job are called only by the
+//    lane's own reactor thread.
 //  * job::run runs on an executor thread (or, for `inline`, on the reactor).
+//  * A job is in flight from submit until it has finished: when run()
+//    returns, or — for a job whose finishes_later() is true — when it calls
+//    completion_port::finish(), once, from any thread.
 //  * job::complete and every reactor_task posted through a completion_port
-//    run on the submitting reactor thread, in the order they were posted.
+//    run on the submitting reactor thread, in the order they were posted;
+//    complete() runs after the job finished and after every task it posted.
+//  * Lanes and the reactor_waker given to make_lane outlive every executor
+//    thread that may still touch them: an executor thread can be pushing a
+//    completion when the reactor sees its last job complete and exits.
 // Swapping the executor must not change a line of frontend code.
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -27,11 +35,26 @@ public:
     virtual void run_on_reactor() noexcept = 0;
 };
 
-// Given to a running job: sends reactor_tasks back to the submitting reactor.
+// Work the reactor sends into a running job (a request body chunk, "client
+// gone", "room to write again"), run on the executor thread that runs the
+// job, so the reactor never has to take the job's locks (or a GIL).
+class job_task {
+public:
+    virtual ~job_task() = default;
+    virtual void run_in_job() noexcept = 0;
+};
+
+// Given to a running job: sends reactor_tasks back to the submitting reactor
+// and, for a job that finishes later, says when it has finished.
 class completion_port {
 public:
     virtual ~completion_port() = default;
+    // Any thread, until the job has finished.
     virtual void post(std::unique_ptr<reactor_task> task) = 0;
+    // Only for a job whose finishes_later() is true: the job is done; its
+    // complete() will run on the reactor after every task posted before this.
+    // Exactly once, from any thread; the port must not be used afterwards.
+    virtual void finish() noexcept = 0;
 
     // Convenience: post a callable.
     template <class F>
@@ -48,15 +71,22 @@ public:
 class job {
 public:
     virtual ~job() = default;
-    // Executor thread. May post any number of reactor_tasks (partial results).
+    // Executor thread. May post any number of reactor_tasks (partial
+    // results). For a job that finishes later, `port` stays valid until the
+    // job calls port.finish().
     virtual void run(completion_port& port) noexcept = 0;
-    // Submitting reactor thread, after every task this job posted has run.
-    // cancelled == true: the executor shut down before run() was called.
-    // The executor deletes the job right after this returns.
+    // Submitting reactor thread, after the job finished and every task it
+    // posted has run. cancelled == true: the executor shut down before run()
+    // was called. The executor deletes the job right after this returns.
     virtual void complete(bool cancelled) noexcept = 0;
+    // True: returning from run() does not finish the job (it started work that
+    // ends later, a coroutine say); it calls port.finish() itself. Read once,
+    // before run().
+    virtual bool finishes_later() const noexcept { return false; }
 };
 
-// Makes a reactor's blocking wait return; callable from any thread.
+// Makes a reactor's blocking wait return; callable from any thread, also
+// after the reactor stopped (then it does nothing harmful).
 class reactor_waker {
 public:
     virtual ~reactor_waker() = default;
@@ -81,6 +111,23 @@ public:
     virtual void on_reactor_pass() {}
     // Jobs submitted whose complete() has not run yet.
     virtual std::size_t jobs_in_flight() const = 0;
+    // The reactor → job path: runs `task` on the executor thread(s) that run
+    // this lane's jobs, in the order posted. Returns false (and drops the
+    // task) when this executor does not offer the path — a blocking pool,
+    // whose job holds its thread until it returns, has nothing to run it on;
+    // such a job waits on state of its own instead.
+    virtual bool post_to_job(std::unique_ptr<job_task> task) { return false; }
+
+    // Convenience: post_to_job with a callable.
+    template <class F>
+    bool post_fn_to_job(F&& fn) {
+        struct fn_task final : job_task {
+            explicit fn_task(F&& f) : f_(std::forward<F>(f)) {}
+            void run_in_job() noexcept override { f_(); }
+            std::decay_t<F> f_;
+        };
+        return post_to_job(std::make_unique<fn_task>(std::forward<F>(fn)));
+    }
 };
 
 // Run on every thread that will run jobs: on_start once before its first job,
@@ -98,12 +145,20 @@ public:
     // Before start(). May be called several times; hooks run in that order.
     virtual void add_thread_hooks(thread_hooks hooks) = 0;
     virtual void start() = 0;
-    // One lane per reactor, created on the main thread before the reactors run.
-    virtual std::unique_ptr<executor_lane> make_lane(reactor_waker& waker) = 0;
+    // One lane per reactor, created on the main thread before the reactors
+    // run. The lane shares ownership of `waker`: executor threads may still
+    // wake through it after the reactor is gone.
+    virtual std::unique_ptr<executor_lane> make_lane(std::shared_ptr<reactor_waker> waker) = 0;
     // Jobs not yet run are cancelled (complete(true) via their lane); threads
-    // are woken and joined. Idempotent. Lanes must still be polled by their
-    // reactors until jobs_in_flight() reaches 0.
-    virtual void stop() = 0;
+    // are woken and joined, waiting at most `grace` for a thread still
+    // inside a job (application code that never returns, say). Threads still
+    // busy then are left running, detached, and counted in the result; the
+    // executor's state stays alive for them. Idempotent (a second call
+    // returns the first's count). Lanes must still be polled by their
+    // reactors until jobs_in_flight() reaches 0, or be abandoned.
+    virtual unsigned stop(std::chrono::milliseconds grace) = 0;
+    // stop() waiting for every thread, however long it takes.
+    unsigned stop() { return stop(std::chrono::milliseconds::max()); }
 };
 
 // The core's `inline` executor: runs each job on the reactor at submit time.

@@ -108,8 +108,8 @@ public:
     virtual void on_request(exchange_ptr ex) = 0;
 };
 
-// Starts serving HTTP/1.1 on every listener of `ctx` with ctx.limits, and sets
-// ctx.on_drain / ctx.on_force_close. Returns at once; the work runs on
+// Starts serving HTTP/1.1 on every listener of `ctx` with ctx.limits, and adds
+// its drain and force-close hooks to ctx. Returns at once; the work runs on
 // ctx.io. `h` must outlive the worker loop.
 M0_API void serve(worker_context& ctx, handler& h);
 

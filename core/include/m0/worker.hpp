@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -36,6 +37,18 @@ struct worker_stats {
     std::atomic<std::uint64_t> force_closed{0};      // connections closed at a drain deadline
 };
 
+// Runs work on one worker's reactor thread from any thread. Outlives the
+// worker: once its loop has ended, post() drops the work and returns false,
+// so a plugin thread (a bus subscriber, say) never touches a freed reactor.
+class reactor_handle {
+public:
+    virtual ~reactor_handle() = default;
+    virtual bool post(std::function<void()> fn) = 0;
+    virtual unsigned worker_index() const noexcept = 0;
+};
+
+class service_registry;
+
 struct worker_context {
     unsigned index = 0;
     unsigned worker_count = 1;
@@ -46,13 +59,34 @@ struct worker_context {
     executor_lane* lane = nullptr;
     worker_stats* stats = nullptr;
     const http_limits* limits = nullptr;
+    // Any-thread entry to this worker's reactor.
+    std::shared_ptr<reactor_handle> reactor;
+    // Services plugins provide to each other (m0/services.hpp).
+    service_registry* services = nullptr;
 
-    // Set by the frontend in start_worker; called by the scheduler on this
-    // worker's thread. on_drain: stop accepting, close idle keep-alive
-    // connections, let requests in flight finish (connections then close
-    // after their response). on_force_close: close everything left.
-    std::function<void()> on_drain;
-    std::function<void()> on_force_close;
+    // Drain hooks, added by frontends and modules in start_worker and run by
+    // the scheduler on this worker's thread, in the order added. A drain
+    // hook stops accepting, closes idle connections, and tells what is in
+    // flight to finish (a held stream ends, a WebSocket says 1001); the
+    // worker then waits for connections to close. A force-close hook closes
+    // everything left.
+    void add_drain_hook(std::function<void()> fn) { drain_hooks_.push_back(std::move(fn)); }
+    void add_force_close_hook(std::function<void()> fn) { force_close_hooks_.push_back(std::move(fn)); }
+    void run_drain_hooks() {
+        for (auto& h : drain_hooks_) h();
+    }
+    void run_force_close_hooks() {
+        for (auto& h : force_close_hooks_) h();
+    }
+    // Drops the hooks (and what they own) while the io_context still exists.
+    void clear_hooks() {
+        drain_hooks_.clear();
+        force_close_hooks_.clear();
+    }
+
+private:
+    std::vector<std::function<void()>> drain_hooks_;
+    std::vector<std::function<void()>> force_close_hooks_;
 };
 
 }  // namespace m0

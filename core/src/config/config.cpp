@@ -578,4 +578,16 @@ std::string config_document::effective_yaml() const {
 
 const std::string& config_document::file_name() const { return tree_->file_name; }
 
+std::vector<std::string> config_document::unread_sections() const {
+    std::vector<std::string> out;
+    if (tree_->root.type != kind::map) return out;
+    for (const auto& e : tree_->root.entries) {
+        bool read = false;
+        if (tree_->effective.type == kind::map)
+            for (const auto& r : tree_->effective.entries) read = read || r.key == e.key;
+        if (!read) out.push_back(e.key);
+    }
+    return out;
+}
+
 }  // namespace m0

@@ -1,5 +1,6 @@
 #include "config/server_config.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <thread>
@@ -104,8 +105,10 @@ void parse_http(const config_node& http, http_limits& out) {
 }  // namespace
 
 server_config parse_server_config(const config_node& root) {
-    root.allow_keys({"server", "plugins", "frontend", "executor", "http", "python", "log", "realtime"});
     server_config out;
+    for (const auto& key : root.keys())
+        if (std::find(core_sections.begin(), core_sections.end(), key) == core_sections.end())
+            out.module_sections.push_back(key);
     parse_server(root.child("server"), out);
     parse_plugins(root.child("plugins"), out);
     parse_frontend(root, out);

@@ -30,10 +30,18 @@ struct server_config {
     std::string executor_type;              // executor.type; empty = the frontend's default
     http_limits http;                       // http.* — every field of m0/http_limits.hpp, same names, durations/sizes via duration()/byte_size()
     std::string log_level = "info";         // log.level: debug|info|warning|error
+    // Top-level sections the core does not own, in file order: each names a
+    // module plugin (m0-module-<name>.so) that validates it.
+    std::vector<std::string> module_sections;
 };
 
-// Validates the core's own sections and refuses unknown top-level keys.
-// Known top-level sections: server, plugins, frontend, executor, http, python, log, realtime.
+// Top-level sections the core knows of. `python` is read by the plugins that
+// embed CPython; a section nothing reads is refused after every plugin was
+// built (config_document::unread_sections).
+inline const std::vector<std::string> core_sections = {"server", "plugins", "frontend", "executor",
+                                                       "http",   "python",  "log"};
+
+// Validates the core's own sections; other top-level keys are module sections.
 // `frontend` and `executor` hold plugin keys too: only `type` is read here
 // (plugins validate the rest). In `executor`, besides `type`, only a subsection
 // named after the chosen executor is allowed (executor.pool.* when type is pool).

@@ -3,7 +3,10 @@
 // against, and the right choice for native handlers that never block.
 #include <m0/executor.hpp>
 
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 namespace m0 {
@@ -16,9 +19,53 @@ struct hook_list {
     std::vector<thread_hooks> hooks;
 };
 
+// What a job that finishes later sends back from other threads: posted
+// tasks and its end, queued in order for the reactor. Shared by the lane and
+// the ports of such jobs, so a late finish() after the reactor left touches
+// nothing freed.
+struct inline_returns {
+    explicit inline_returns(std::shared_ptr<reactor_waker> w) : waker(std::move(w)) {}
+
+    struct entry {
+        std::unique_ptr<reactor_task> task;  // null: `done` finished
+        job* done = nullptr;
+    };
+
+    // Any thread: queue, then wake the reactor if it announced a wait.
+    void push(entry e) {
+        bool wake = false;
+        {
+            std::lock_guard lock(mutex);
+            queue.push_back(std::move(e));
+            wake = std::exchange(reactor_waiting, false);
+        }
+        if (wake) waker->wake();
+    }
+
+    const std::shared_ptr<reactor_waker> waker;
+    std::mutex mutex;
+    std::deque<entry> queue;
+    bool reactor_waiting = false;
+};
+
+// The port of a job that finishes later. Posts from the reactor thread while
+// the job is still inside run() go through the queue too, so they keep their
+// order with posts from other threads.
+struct deferred_inline_port final : completion_port {
+    deferred_inline_port(std::shared_ptr<inline_returns> r, job* j) : returns(std::move(r)), owner(j) {}
+    void post(std::unique_ptr<reactor_task> task) override { returns->push({std::move(task), nullptr}); }
+    void finish() noexcept override {
+        returns->push({nullptr, owner});
+        delete this;
+    }
+    std::shared_ptr<inline_returns> returns;
+    job* owner;
+};
+
 class inline_lane final : public executor_lane, private completion_port {
 public:
-    explicit inline_lane(std::shared_ptr<const hook_list> hooks) : hooks_(std::move(hooks)) {}
+    inline_lane(std::shared_ptr<const hook_list> hooks, std::shared_ptr<reactor_waker> waker)
+        : hooks_(std::move(hooks)), returns_(std::make_shared<inline_returns>(std::move(waker))) {}
 
     ~inline_lane() override {
         if (hooks_started_) {
@@ -34,23 +81,65 @@ public:
                 if (h.on_start) h.on_start();
         }
         ++in_flight_;
+        if (j->finishes_later()) {
+            job* raw = j.release();
+            raw->run(*new deferred_inline_port(returns_, raw));
+            return;
+        }
         j->run(*this);
         j->complete(false);
         --in_flight_;
     }
 
-    std::size_t poll_completions() override { return 0; }
-    bool prepare_to_wait() override { return true; }
-    void finished_waiting() override {}
+    std::size_t poll_completions() override {
+        std::deque<inline_returns::entry> batch;
+        {
+            std::lock_guard lock(returns_->mutex);
+            if (returns_->queue.empty()) return 0;
+            batch.swap(returns_->queue);
+        }
+        for (auto& e : batch) {
+            if (e.task) {
+                e.task->run_on_reactor();
+            } else {
+                e.done->complete(false);
+                delete e.done;
+                --in_flight_;
+            }
+        }
+        return batch.size();
+    }
+
+    // Announce, re-check, block: under the queue's mutex a pusher either
+    // finds the announcement or the reactor finds the entry.
+    bool prepare_to_wait() override {
+        std::lock_guard lock(returns_->mutex);
+        if (!returns_->queue.empty()) return false;
+        returns_->reactor_waiting = true;
+        return true;
+    }
+    void finished_waiting() override {
+        std::lock_guard lock(returns_->mutex);
+        returns_->reactor_waiting = false;
+    }
     std::size_t jobs_in_flight() const override { return in_flight_; }
 
+    // The job runs on this very reactor thread, so a job task can run at once.
+    bool post_to_job(std::unique_ptr<job_task> task) override {
+        task->run_in_job();
+        return true;
+    }
+
 private:
-    // The job runs on this very reactor thread, so a task it posts can run at
-    // once: in order, before complete(), and a streamed chunk reaches the
-    // socket while the job is still producing the next one.
+    // A job that finishes when run() returns runs on this very reactor
+    // thread, so a task it posts can run at once: in order, before
+    // complete(), and a streamed chunk reaches the socket while the job is
+    // still producing the next one.
     void post(std::unique_ptr<reactor_task> task) override { task->run_on_reactor(); }
+    void finish() noexcept override {}
 
     std::shared_ptr<const hook_list> hooks_;
+    std::shared_ptr<inline_returns> returns_;
     std::size_t in_flight_ = 0;
     bool hooks_started_ = false;
 };
@@ -60,10 +149,10 @@ public:
     std::string_view name() const override { return "inline"; }
     void add_thread_hooks(thread_hooks hooks) override { hooks_->hooks.push_back(std::move(hooks)); }
     void start() override {}
-    std::unique_ptr<executor_lane> make_lane(reactor_waker&) override {
-        return std::make_unique<inline_lane>(hooks_);
+    std::unique_ptr<executor_lane> make_lane(std::shared_ptr<reactor_waker> waker) override {
+        return std::make_unique<inline_lane>(hooks_, std::move(waker));
     }
-    void stop() override {}
+    unsigned stop(std::chrono::milliseconds) override { return 0; }
 
 private:
     std::shared_ptr<hook_list> hooks_ = std::make_shared<hook_list>();

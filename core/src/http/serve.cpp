@@ -25,8 +25,8 @@ void ignore_sigpipe_once() {
 void serve(worker_context& ctx, handler& h) {
     ignore_sigpipe_once();
     auto srv = std::make_shared<detail::server>(ctx, h);
-    ctx.on_drain = [srv] { srv->drain(); };
-    ctx.on_force_close = [srv] { srv->force_close(); };
+    ctx.add_drain_hook([srv] { srv->drain(); });
+    ctx.add_force_close_hook([srv] { srv->force_close(); });
     srv->start();
 }
 

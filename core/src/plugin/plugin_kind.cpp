@@ -7,6 +7,7 @@ M0_API const char* to_string(plugin_kind kind) noexcept {
     switch (kind) {
         case plugin_kind::frontend: return "frontend";
         case plugin_kind::executor: return "executor";
+        case plugin_kind::module: return "module";
     }
     return "unknown";
 }

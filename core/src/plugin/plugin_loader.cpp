@@ -21,12 +21,14 @@ constexpr std::string_view file_prefix = "m0-";
 constexpr std::string_view file_suffix = ".so";
 
 // Bytes a descriptor must have for the fields its ABI minor promises. Minor 0
-// ends with make_executor; a later minor that appends fields adds a case, and
-// older plugins keep being accepted with their shorter struct.
+// ends with make_executor, minor 1 with make_module; a later minor that
+// appends fields adds a case.
 std::size_t required_size(std::uint16_t abi_minor) {
-    (void)abi_minor;
-    return offsetof(plugin_descriptor, make_executor) + sizeof(plugin_descriptor::make_executor);
+    if (abi_minor == 0) return offsetof(plugin_descriptor, make_executor) + sizeof(plugin_descriptor::make_executor);
+    return offsetof(plugin_descriptor, make_module) + sizeof(plugin_descriptor::make_module);
 }
+
+constexpr plugin_kind all_kinds[] = {plugin_kind::frontend, plugin_kind::executor, plugin_kind::module};
 
 [[noreturn]] void refuse(const std::string& path, std::string_view field, const std::string& expected,
                          const std::string& found, std::string_view hint) {
@@ -52,7 +54,7 @@ std::string quoted(std::string_view s) {
 std::string quoted(const char* s) { return s ? quoted(std::string_view(s)) : "null"; }
 
 std::string kind_text(plugin_kind k) {
-    if (k == plugin_kind::frontend || k == plugin_kind::executor) return to_string(k);
+    if (k == plugin_kind::frontend || k == plugin_kind::executor || k == plugin_kind::module) return to_string(k);
     return std::to_string(static_cast<std::uint32_t>(k));
 }
 
@@ -86,8 +88,14 @@ void validate(const std::string& path, const plugin_descriptor& d) {
         case plugin_kind::executor:
             if (!d.make_executor) refuse(path, "make_executor", "a factory", "null", "executor plugin");
             break;
+        case plugin_kind::module:
+            // A minor-0 descriptor has no make_module field to read.
+            if (d.abi_minor < 1)
+                refuse(path, "abi_minor", "at least 1 for a module plugin", std::to_string(d.abi_minor), "");
+            if (!d.make_module) refuse(path, "make_module", "a factory", "null", "module plugin");
+            break;
         default:
-            refuse(path, "kind", "frontend or executor", kind_text(d.kind), "");
+            refuse(path, "kind", "frontend, executor or module", kind_text(d.kind), "");
     }
 }
 
@@ -105,7 +113,7 @@ void check_file_name(const std::string& path, const plugin_descriptor& d) {
     if (!is_plugin_file_name(file)) return;
     std::string_view stem(file);
     stem = stem.substr(file_prefix.size(), stem.size() - file_prefix.size() - file_suffix.size());
-    for (plugin_kind k : {plugin_kind::frontend, plugin_kind::executor}) {
+    for (plugin_kind k : all_kinds) {
         const std::string kind_dash = kind_text(k) + "-";
         if (!stem.starts_with(kind_dash)) continue;
         const std::string_view name = stem.substr(kind_dash.size());

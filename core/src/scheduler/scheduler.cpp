@@ -13,11 +13,14 @@
 #include <system_error>
 #include <thread>
 
+#include <fcntl.h>
+
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 
 #include <m0/log.hpp>
+#include <m0/reactor_pass.hpp>
 
 #include "scheduler/listen_socket.hpp"
 #include "scheduler/worker_listeners.hpp"
@@ -38,19 +41,37 @@ enum phase : int { serving = 0, draining = 1, force_closing = 2 };
 // scheduler's mutex and re-arms its interrupter with epoll_ctl on every wake;
 // the executor protocol calls this only when the reactor announced it is
 // about to block, so the cost is paid once per sleep, not per completion.
+// Executor lanes share ownership of it: a pool thread may wake it after the
+// reactor has gone, which then writes to an eventfd nobody watches.
 class eventfd_waker final : public reactor_waker {
 public:
-    explicit eventfd_waker(boost::asio::io_context& io) : channel_(io) {
-        int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        if (fd < 0) throw std::system_error(errno, std::generic_category(), "eventfd for the reactor waker");
-        channel_.assign(fd);
+    eventfd_waker() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+        if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd for the reactor waker");
     }
+    ~eventfd_waker() override { ::close(fd_); }
+    eventfd_waker(const eventfd_waker&) = delete;
+    eventfd_waker& operator=(const eventfd_waker&) = delete;
 
     // An eventfd stays readable until read, so a wake sent before the
     // reactor blocks makes its next wait return at once: none is lost.
     void wake() noexcept override {
         std::uint64_t one = 1;
-        (void)!::write(channel_.native_handle(), &one, sizeof one);
+        (void)!::write(fd_, &one, sizeof one);
+    }
+    int fd() const noexcept { return fd_; }
+
+private:
+    const int fd_;
+};
+
+// The worker's side of the waker: its io_context watches a duplicate of the
+// eventfd (the same counter), closed with the worker while the waker lives on.
+class wake_watch {
+public:
+    wake_watch(boost::asio::io_context& io, const eventfd_waker& waker) : channel_(io) {
+        const int fd = ::fcntl(waker.fd(), F_DUPFD_CLOEXEC, 0);
+        if (fd < 0) throw std::system_error(errno, std::generic_category(), "dup of the reactor waker");
+        channel_.assign(fd);
     }
 
     // Worker thread: keep a wait pending; each completion drains the counter.
@@ -65,6 +86,29 @@ public:
 
 private:
     boost::asio::posix::stream_descriptor channel_;
+};
+
+// worker_context::reactor: posts to the worker's io_context while it exists.
+class worker_reactor_handle final : public reactor_handle {
+public:
+    worker_reactor_handle(boost::asio::io_context& io, unsigned index) : io_(&io), index_(index) {}
+    bool post(std::function<void()> fn) override {
+        std::lock_guard lock(mutex_);
+        if (!io_) return false;
+        boost::asio::post(*io_, std::move(fn));
+        return true;
+    }
+    unsigned worker_index() const noexcept override { return index_; }
+    // The worker is going: later posts are dropped.
+    void close() {
+        std::lock_guard lock(mutex_);
+        io_ = nullptr;
+    }
+
+private:
+    std::mutex mutex_;
+    boost::asio::io_context* io_;
+    const unsigned index_;
 };
 
 }  // namespace
@@ -93,7 +137,9 @@ struct scheduler::worker {
     // Heap-allocated so that a worker that never returns can be leaked
     // (detached) instead of freed under its feet.
     boost::asio::io_context* io = nullptr;
-    std::unique_ptr<eventfd_waker> waker;
+    std::shared_ptr<eventfd_waker> waker;
+    std::unique_ptr<wake_watch> watch;
+    std::shared_ptr<worker_reactor_handle> reactor;
     std::unique_ptr<executor_lane> lane;
     std::vector<std::unique_ptr<worker_listener>> listeners;
     worker_stats stats;
@@ -105,6 +151,7 @@ struct scheduler::worker {
     std::string error;                  // written before finished is set
     std::uint64_t connections_at_drain = 0;
     std::uint64_t in_flight_at_deadline = 0;
+    std::uint64_t jobs_abandoned = 0;
     bool timed_out = false;
     bool detached = false;
 };
@@ -148,8 +195,10 @@ void scheduler::start() {
             auto w = std::make_unique<worker>();
             w->index = i;
             w->io = new boost::asio::io_context(1);
-            w->waker = std::make_unique<eventfd_waker>(*w->io);
-            w->lane = executor_.make_lane(*w->waker);
+            w->waker = std::make_shared<eventfd_waker>();
+            w->watch = std::make_unique<wake_watch>(*w->io, *w->waker);
+            w->reactor = std::make_shared<worker_reactor_handle>(*w->io, i);
+            w->lane = executor_.make_lane(w->waker);
             for (std::size_t a = 0; a < addresses.size(); ++a) {
                 if (strategy == listener_strategy::reuseport) {
                     // Bound serially; a port 0 is resolved by the first worker
@@ -170,6 +219,8 @@ void scheduler::start() {
             ctx.lane = w->lane.get();
             ctx.stats = &w->stats;
             ctx.limits = &options_.limits;
+            ctx.reactor = w->reactor;
+            ctx.services = options_.services;
             workers_.push_back(std::move(w));
         }
         for (auto& w : workers_) {
@@ -211,7 +262,7 @@ void scheduler::run_worker(worker& w) {
     auto& lane = *w.lane;
     auto& state = *state_;
     auto guard = boost::asio::make_work_guard(io);
-    w.waker->arm();
+    w.watch->arm();
     auto notify = [&] {
         std::lock_guard lock(state.mutex);
         state.changed.notify_all();
@@ -239,27 +290,27 @@ void scheduler::run_worker(worker& w) {
                     if (seen < draining && phase >= draining) {
                         w.connections_at_drain = w.stats.live_connections.load(std::memory_order_relaxed);
                         for (auto& l : w.listeners) l->cancel();
-                        if (w.ctx.on_drain) w.ctx.on_drain();
+                        w.ctx.run_drain_hooks();
                     }
                     if (seen < force_closing && phase >= force_closing) {
                         w.in_flight_at_deadline = w.stats.in_flight.load(std::memory_order_relaxed);
                         w.timed_out = w.stats.live_connections.load(std::memory_order_relaxed) > 0 ||
                                       w.in_flight_at_deadline > 0 || lane.jobs_in_flight() > 0;
-                        if (w.ctx.on_force_close) w.ctx.on_force_close();
+                        w.ctx.run_force_close_hooks();
                     }
                     seen = phase;
                 }
                 if (stop) break;
-                if (seen >= draining && w.stats.live_connections.load(std::memory_order_relaxed) == 0 &&
-                    w.stats.in_flight.load(std::memory_order_relaxed) == 0 && lane.jobs_in_flight() == 0)
+                const bool idle = w.stats.live_connections.load(std::memory_order_relaxed) == 0;
+                // Draining: wait for every response and job. Past the
+                // deadline nothing more is owed to a client (its connection
+                // is closed), so jobs still running — application code that
+                // may never return — are abandoned, not waited for.
+                if (seen >= force_closing && idle) break;
+                if (seen >= draining && idle && w.stats.in_flight.load(std::memory_order_relaxed) == 0 &&
+                    lane.jobs_in_flight() == 0)
                     break;
-                std::size_t ran = io.poll();
-                ran += lane.poll_completions();
-                lane.on_reactor_pass();
-                if (ran == 0 && lane.prepare_to_wait()) {
-                    io.run_one();
-                    lane.finished_waiting();
-                }
+                run_reactor_pass(io, lane);
             }
         } catch (const std::exception& e) {
             w.error = e.what();
@@ -272,7 +323,7 @@ void scheduler::run_worker(worker& w) {
         if (w.crashed.load(std::memory_order_acquire)) {
             for (auto& l : w.listeners) l->cancel();
             try {
-                if (w.ctx.on_force_close) w.ctx.on_force_close();
+                w.ctx.run_force_close_hooks();
             } catch (const std::exception& e) {
                 log::error("worker " + std::to_string(w.index) + ": closing after the crash failed: " + e.what());
             }
@@ -283,6 +334,8 @@ void scheduler::run_worker(worker& w) {
     } catch (const std::exception& e) {
         log::error("worker " + std::to_string(w.index) + ": stop_worker failed: " + e.what());
     }
+    w.jobs_abandoned = lane.jobs_in_flight();
+    w.reactor->close();
     // Thread hooks of an inline lane run on this thread; keep a lane with
     // jobs still out (a hard stop) rather than free what they will touch.
     if (lane.jobs_in_flight() == 0) w.lane.reset();
@@ -332,6 +385,7 @@ std::vector<worker_report> scheduler::drain(std::chrono::milliseconds timeout) {
         r.force_closed = w->stats.force_closed.load();
         r.drained = r.connections_at_drain > r.force_closed ? r.connections_at_drain - r.force_closed : 0;
         r.in_flight_at_deadline = w->in_flight_at_deadline;
+        r.jobs_abandoned = w->jobs_abandoned;
         r.accepted = w->stats.accepted.load();
         r.requests = w->stats.requests.load();
         r.timed_out = w->timed_out || w->detached;
@@ -380,7 +434,7 @@ void scheduler::stop_and_join_all() {
                 w->thread.detach();
                 (void)new std::vector<std::unique_ptr<worker_listener>>(std::move(w->listeners));
                 (void)w->lane.release();
-                (void)w->waker.release();
+                (void)w->watch.release();
             }
         }
     }
@@ -389,19 +443,18 @@ void scheduler::stop_and_join_all() {
         if (w->detached) continue;
         // Frontend state held by the drain hooks owns sockets of this
         // worker's io_context: release it while the io_context still exists.
-        w->ctx.on_drain = nullptr;
-        w->ctx.on_force_close = nullptr;
+        w->ctx.clear_hooks();
         w->listeners.clear();
         if (w->lane && w->lane->jobs_in_flight() > 0) {
-            // A hard stop left jobs running on executor threads: they will
-            // still push completions to this lane and wake through this
-            // waker. Leak both rather than free them under those threads.
+            // Jobs were abandoned on executor threads: they still hold
+            // exchanges (sockets of this io_context) and will reach their
+            // lane when they end. Leak the lane and what the jobs own rather
+            // than free them under those threads; the waker is shared.
             (void)w->lane.release();
-            (void)w->waker.release();
         } else {
-            w->lane.reset();  // before the waker it may still hold
-            w->waker.reset();
+            w->lane.reset();
         }
+        w->watch.reset();
     }
     std::lock_guard lock(state_->io_mutex);
     state_->ios_alive = false;

@@ -30,6 +30,7 @@ struct scheduler_options {
     std::vector<boost::asio::ip::tcp::endpoint> addresses;  // every worker listens on each
     http_limits limits;
     int backlog = 4096;
+    service_registry* services = nullptr;  // handed to every worker_context
 };
 
 // What one worker did during a drain.
@@ -39,6 +40,7 @@ struct worker_report {
     std::uint64_t drained = 0;               // of those, closed gracefully
     std::uint64_t force_closed = 0;          // closed at the deadline
     std::uint64_t in_flight_at_deadline = 0; // requests still running at the deadline
+    std::uint64_t jobs_abandoned = 0;        // executor jobs still running when the worker left
     std::uint64_t accepted = 0;
     std::uint64_t requests = 0;
     bool timed_out = false;  // the deadline came before the worker was idle

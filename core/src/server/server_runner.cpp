@@ -11,11 +11,15 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include <m0/config.hpp>
 #include <m0/executor.hpp>
 #include <m0/frontend.hpp>
 #include <m0/log.hpp>
+#include <m0/module.hpp>
 #include <m0/plugin.hpp>
+#include <m0/services.hpp>
 
 #include "config/server_config.hpp"
 #include "plugin/plugin_loader.hpp"
@@ -29,6 +33,9 @@ namespace {
 // SIGINT is the interactive stop: the same drain, but a user at a terminal
 // does not want to wait the full production drain timeout.
 constexpr std::chrono::milliseconds interactive_drain_timeout{5000};
+// After the drain, how long executor threads still inside application code
+// get to return before the process exits without them.
+constexpr std::chrono::milliseconds executor_stop_grace{500};
 
 log::level parse_level(const std::string& s) {
     if (s == "debug") return log::level::debug;
@@ -48,14 +55,96 @@ std::vector<std::string> search_dirs_for(const server_config& cfg) {
     return plugin_loader::default_search_dirs(cfg.plugin_paths);
 }
 
+// The frontend and the modules of a deployment as the one frontend the
+// scheduler runs: every hook goes to each module (in config order), then to
+// the frontend; the stopping hooks in reverse.
+class composed_frontend final : public frontend {
+public:
+    composed_frontend(frontend& fe, std::vector<module*> modules) : fe_(fe), modules_(std::move(modules)) {}
+
+    void prepare(executor& ex) override {
+        for (auto* m : modules_) m->prepare(ex);
+        fe_.prepare(ex);
+    }
+    // On a failure the pieces already started are stopped again, in reverse.
+    void start_serving(serving_context& ctx) override {
+        started_ = 0;
+        try {
+            for (auto* m : modules_) {
+                m->start_serving(ctx);
+                ++started_;
+            }
+            fe_.start_serving(ctx);
+            ++started_;
+        } catch (...) {
+            stop_serving(ctx);
+            throw;
+        }
+    }
+    void start_worker(worker_context& ctx) override {
+        for (auto* m : modules_) m->start_worker(ctx);
+        fe_.start_worker(ctx);
+    }
+    void stop_worker(worker_context& ctx) override {
+        fe_.stop_worker(ctx);
+        for (auto it = modules_.rbegin(); it != modules_.rend(); ++it) (*it)->stop_worker(ctx);
+    }
+    void stop_serving(serving_context& ctx) override {
+        for (std::size_t i = started_; i-- > 0;) {
+            try {
+                if (i == modules_.size())
+                    fe_.stop_serving(ctx);
+                else
+                    modules_[i]->stop_serving(ctx);
+            } catch (const std::exception& e) {
+                log::error(std::string("stop_serving failed: ") + e.what());
+            }
+        }
+        started_ = 0;
+    }
+    void before_fork() override {
+        for (auto* m : modules_) m->before_fork();
+        fe_.before_fork();
+    }
+    void after_fork_parent() override {
+        fe_.after_fork_parent();
+        for (auto it = modules_.rbegin(); it != modules_.rend(); ++it) (*it)->after_fork_parent();
+    }
+    void after_fork_child() override {
+        for (auto* m : modules_) m->after_fork_child();
+        fe_.after_fork_child();
+    }
+    bool needs_per_worker_listeners() const override { return fe_.needs_per_worker_listeners(); }
+    const char* default_executor() const override { return fe_.default_executor(); }
+
+private:
+    frontend& fe_;
+    std::vector<module*> modules_;
+    std::size_t started_ = 0;  // modules (then the frontend) whose start_serving returned
+};
+
 // The pieces of one deployment, built and validated before anything starts.
 struct deployment {
     config_document doc;
     server_config cfg;
     std::unique_ptr<plugin_loader> loader;
+    // Before the plugins that register in it, so it is destroyed after them.
+    std::unique_ptr<service_registry> services;
+    std::vector<std::unique_ptr<module>> modules;
     std::unique_ptr<frontend> fe;
+    std::unique_ptr<composed_frontend> composed;
     std::unique_ptr<executor> ex;
 };
+
+plugin_context context_for(deployment& d, const config_node& section, const config_node& root) {
+    plugin_context ctx;
+    ctx.section = &section;
+    ctx.root = &root;
+    ctx.worker_count = d.cfg.threads;
+    ctx.process_count = d.cfg.workers;
+    ctx.services = d.services.get();
+    return ctx;
+}
 
 // The executor named by the config (or the frontend's default).
 std::unique_ptr<executor> make_executor(deployment& d) {
@@ -65,26 +154,62 @@ std::unique_ptr<executor> make_executor(deployment& d) {
     (void)root.child("executor").string("type", executor_type);
     if (executor_type == "inline") return make_inline_executor();
     config_node executor_section = root.child("executor").child(executor_type);
-    plugin_context ectx{&executor_section, &root, d.cfg.threads};
+    plugin_context ectx = context_for(d, executor_section, root);
     const auto& ep = d.loader->load(plugin_kind::executor, executor_type);
     auto ex = ep.descriptor->make_executor(ectx);
     if (!ex) throw std::runtime_error("executor plugin '" + executor_type + "' returned no executor");
     return ex;
 }
 
+// A top-level section the core does not own names a module plugin; one that
+// no plugin provides is a config error at that key (a typo of a core section,
+// most likely).
+std::unique_ptr<module> make_module(deployment& d, const std::string& name, const config_node& root) {
+    const config_node section = root.child(name);
+    const loaded_plugin* plugin = nullptr;
+    try {
+        plugin = &d.loader->load(plugin_kind::module, name);
+    } catch (const plugin_error& e) {
+        const std::string why = e.what();
+        if (why.rfind("no module plugin", 0) != 0 && why.rfind("invalid module plugin name", 0) != 0) throw;
+        std::string msg = "unknown section '" + name + "'";
+        if (auto near = nearest_key(name, core_sections))
+            msg += " (did you mean '" + *near + "'?)";
+        else
+            msg += ": neither a core section nor a module plugin (m0-module-" + name + ".so) found in the plugin path";
+        section.fail("", msg);
+    }
+    plugin_context ctx = context_for(d, section, root);
+    auto m = plugin->descriptor->make_module(ctx);
+    if (!m) throw std::runtime_error("module plugin '" + name + "' returned no module");
+    return m;
+}
+
 deployment build_deployment(const run_options& options) {
-    deployment d{load_document(options), {}, nullptr, nullptr, nullptr};
+    deployment d{load_document(options), {}, nullptr, std::make_unique<service_registry>(), {}, nullptr, nullptr, nullptr};
     config_node root = d.doc.root();
     d.cfg = parse_server_config(root);
     log::set_level(parse_level(d.cfg.log_level));
     d.loader = std::make_unique<plugin_loader>(search_dirs_for(d.cfg));
 
+    // Modules first: they provide services the frontend may look up.
+    for (const auto& name : d.cfg.module_sections) d.modules.push_back(make_module(d, name, root));
+
     config_node frontend_section = root.child("frontend");
-    plugin_context fctx{&frontend_section, &root, d.cfg.threads};
+    plugin_context fctx = context_for(d, frontend_section, root);
     const auto& fp = d.loader->load(plugin_kind::frontend, d.cfg.frontend_type);
     d.fe = fp.descriptor->make_frontend(fctx);
     if (!d.fe) throw std::runtime_error("frontend plugin '" + d.cfg.frontend_type + "' returned no frontend");
     d.ex = make_executor(d);
+
+    for (const auto& name : d.doc.unread_sections()) {
+        std::string msg = "section '" + name + "' is read by nothing in this deployment";
+        if (name == "python") msg += " (frontend '" + d.cfg.frontend_type + "' does not run Python)";
+        root.child(name).fail("", msg);
+    }
+    std::vector<module*> modules;
+    for (auto& m : d.modules) modules.push_back(m.get());
+    d.composed = std::make_unique<composed_frontend>(*d.fe, std::move(modules));
     return d;
 }
 
@@ -94,6 +219,7 @@ void print_reports(const std::vector<worker_report>& reports) {
         line << "worker " << r.index << ": accepted " << r.accepted << ", requests " << r.requests
              << ", open at drain " << r.connections_at_drain << ", drained " << r.drained << ", force-closed "
              << r.force_closed << ", in flight at deadline " << r.in_flight_at_deadline;
+        if (r.jobs_abandoned) line << ", jobs abandoned " << r.jobs_abandoned;
         if (r.timed_out) line << ", timed out";
         if (r.crashed) line << ", CRASHED: " << r.error;
         if (r.detached) line << ", detached (did not stop)";
@@ -134,17 +260,28 @@ int serve(deployment& d, const process_role& role) {
     so.first_core = role.index * d.cfg.threads;
     for (const auto& l : d.cfg.listen) so.addresses.push_back(l.endpoint);
     so.limits = d.cfg.http;
+    so.services = d.services.get();
+
+    serving_context sc;
+    sc.process_index = role.index;
+    sc.process_count = role.count;
+    sc.worker_count = d.cfg.threads;
+    sc.services = d.services.get();
 
     std::unique_ptr<scheduler> sched;
+    bool serving_started = false;
     try {
-        d.fe->prepare(*d.ex);
+        d.composed->prepare(*d.ex);
         d.ex->start();
-        sched = std::make_unique<scheduler>(*d.fe, *d.ex, so);
+        d.composed->start_serving(sc);
+        serving_started = true;
+        sched = std::make_unique<scheduler>(*d.composed, *d.ex, so);
         sched->start();
     } catch (const std::exception& e) {
         std::cerr << "m0: cannot start: " << e.what() << "\n";
         sched.reset();
-        d.ex->stop();
+        if (serving_started) d.composed->stop_serving(sc);
+        d.ex->stop(executor_stop_grace);
         return 1;
     }
     {
@@ -196,8 +333,20 @@ int serve(deployment& d, const process_role& role) {
     print_reports(reports);
     unsigned crashed = sched->crashed_worker_count();
     sched.reset();
-    d.ex->stop();
+    d.composed->stop_serving(sc);
+    const unsigned stuck = d.ex->stop(executor_stop_grace);
     if (crashed) log::warning(std::to_string(crashed) + " worker(s) crashed while serving");
+    if (stuck > 0) {
+        // Application code that does not return (a view sleeping, a
+        // generator waiting on nothing) must not keep the process alive
+        // after its drain: its thread would also hold up interpreter and
+        // plugin teardown, so exit without running any of it.
+        log::warning("stopped, leaving " + std::to_string(stuck) + " executor thread(s) inside application code");
+        std::cout.flush();
+        std::cerr.flush();
+        std::fflush(nullptr);
+        ::_exit(0);
+    }
     log::info("stopped");
     return 0;
 }
@@ -249,11 +398,11 @@ int run_prefork(deployment& d) {
     so.drain_timeout = d.cfg.drain_timeout;
     so.interactive_drain_timeout = interactive_drain_timeout;
     fork_hooks hooks;
-    hooks.before_fork = [&] { d.fe->before_fork(); };
-    hooks.after_fork_parent = [&] { d.fe->after_fork_parent(); };
+    hooks.before_fork = [&] { d.composed->before_fork(); };
+    hooks.after_fork_parent = [&] { d.composed->after_fork_parent(); };
     hooks.after_fork_child = [&] {
         reserved->release();
-        d.fe->after_fork_child();
+        d.composed->after_fork_child();
     };
     const supervise_result r = supervise(so, hooks);
     if (!r.child) return r.exit_code;

@@ -37,19 +37,38 @@ const char* to_string(ring_kind kind) noexcept {
     return "?";
 }
 
-lane_state::lane_state(pool_core& c, reactor_waker& w)
+lane_state::lane_state(pool_core& c, std::shared_ptr<reactor_waker> w)
     : core(c),
-      waker(w),
+      waker(std::move(w)),
       jobs(make_entry_ring<job*>(c.options().ring, c.options().ring_capacity)),
       completions(make_entry_ring<completion_entry>(c.options().ring, c.options().ring_capacity)) {}
 
-// The port a running job posts partial results through.
+// The port a running job posts partial results through. On the stack for a
+// job that finishes when run() returns.
 struct lane_port final : completion_port {
     explicit lane_port(lane_state& l) : lane(l) {}
     void post(std::unique_ptr<reactor_task> task) override {
         lane.core.push_completion(lane, {task.release(), completion_entry::task});
     }
+    // A blocking job's end is the return from run(); see run_job.
+    void finish() noexcept override {}
     lane_state& lane;
+};
+
+// The port of a job that finishes later: lives until the job calls finish()
+// (from any thread), which queues the job's completion behind its posts.
+// The lane_state outlives it: the pool keeps every lane until it is freed.
+struct deferred_port final : completion_port {
+    deferred_port(lane_state& l, job* j) : lane(l), owner(j) {}
+    void post(std::unique_ptr<reactor_task> task) override {
+        lane.core.push_completion(lane, {task.release(), completion_entry::task});
+    }
+    void finish() noexcept override {
+        lane.core.push_completion(lane, {owner, completion_entry::done});
+        delete this;
+    }
+    lane_state& lane;
+    job* owner;
 };
 
 pool_core::pool_core(pool_options options) : options_(options) {
@@ -60,7 +79,7 @@ pool_core::pool_core(pool_options options) : options_(options) {
     for (unsigned i = 0; i < options_.max_threads; ++i) slots_.push_back(std::make_unique<slot>());
 }
 
-pool_core::~pool_core() { stop(); }
+pool_core::~pool_core() { stop(std::chrono::milliseconds::max()); }
 
 void pool_core::add_thread_hooks(thread_hooks hooks) {
     std::lock_guard lock(threads_mutex_);
@@ -75,8 +94,8 @@ void pool_core::start() {
     for (unsigned i = 0; i < options_.threads; ++i) spawn_locked();
 }
 
-std::shared_ptr<lane_state> pool_core::add_lane(reactor_waker& waker) {
-    auto lane = std::make_shared<lane_state>(*this, waker);
+std::shared_ptr<lane_state> pool_core::add_lane(std::shared_ptr<reactor_waker> waker) {
+    auto lane = std::make_shared<lane_state>(*this, std::move(waker));
     std::lock_guard lock(threads_mutex_);
     const std::size_t index = lane_count_.load();
     if (index >= max_lanes) throw std::length_error("pool: more than 256 lanes");
@@ -86,15 +105,15 @@ std::shared_ptr<lane_state> pool_core::add_lane(reactor_waker& waker) {
     return lane;
 }
 
-void pool_core::stop() {
-    std::vector<std::thread> to_join;
+unsigned pool_core::stop(std::chrono::milliseconds grace) {
+    std::vector<slot*> to_join;
     {
         std::lock_guard lock(threads_mutex_);
-        if (stopped_) return;
+        if (stopped_) return abandoned_threads_;
         stopped_ = true;
         stopping_.store(true, std::memory_order_seq_cst);
         for (auto& s : slots_)
-            if (s->thread.joinable()) to_join.push_back(std::move(s->thread));
+            if (s->thread.joinable()) to_join.push_back(s.get());
     }
     // After stopping_ is set, a thread either sees it before parking or is
     // parked and seen here; the `none` pool's threads each take one token.
@@ -102,13 +121,38 @@ void pool_core::stop() {
     wake_all();
     if (!ring_mode())
         for (std::size_t i = 0; i < to_join.size(); ++i) job_semaphore_.signal();
-    for (auto& t : to_join) t.join();
+    // A thread inside a job runs application code that may never return (a
+    // view sleeping for a minute): wait for it only until the grace ends,
+    // then leave it running. Its slot and this core stay allocated (the
+    // owner keeps the core alive when threads were left), so it touches
+    // nothing freed if it ever comes back.
+    const auto deadline = grace == std::chrono::milliseconds::max()
+                              ? std::chrono::steady_clock::time_point::max()
+                              : std::chrono::steady_clock::now() + grace;
+    for (slot* s : to_join) {
+        std::unique_lock lock(exit_mutex_);
+        const auto done = [s] { return s->exited.load(std::memory_order_acquire); };
+        const bool exited = deadline == std::chrono::steady_clock::time_point::max()
+                                ? (exited_.wait(lock, done), true)
+                                : exited_.wait_until(lock, deadline, done);
+        lock.unlock();
+        if (exited) {
+            s->thread.join();
+        } else {
+            s->thread.detach();
+            ++abandoned_threads_;
+        }
+    }
+    if (abandoned_threads_ > 0)
+        log::warning("pool: " + std::to_string(abandoned_threads_) +
+                     " thread(s) still inside a job at shutdown; left running");
     // Reactors cancel what is left on their rings; make them look.
     const std::size_t lanes = lane_count_.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < lanes; ++i) {
         lane_state* lane = lanes_[i].load(std::memory_order_acquire);
-        if (lane && !lane->closed.load()) lane->waker.wake();
+        if (lane && !lane->closed.load()) lane->waker->wake();
     }
+    return abandoned_threads_;
 }
 
 void pool_core::spawn_locked() {
@@ -182,10 +226,10 @@ void pool_core::push_completion(lane_state& lane, completion_entry entry) noexce
         }
     }
     if (!ring_mode()) {
-        lane.waker.wake();  // control arm: every crossing is a syscall
+        lane.waker->wake();  // control arm: every crossing is a syscall
         return;
     }
-    if (lane.reactor_waiting.exchange(false)) lane.waker.wake();  // push → read the announcement
+    if (lane.reactor_waiting.exchange(false)) lane.waker->wake();  // push → read the announcement
 }
 
 bool pool_core::take_job(lane_state*& lane, job*& j) noexcept {
@@ -204,6 +248,10 @@ bool pool_core::take_job(lane_state*& lane, job*& j) noexcept {
 }
 
 void pool_core::run_job(lane_state& lane, job* j) noexcept {
+    if (j->finishes_later()) {
+        j->run(*new deferred_port(lane, j));
+        return;
+    }
     lane_port port(lane);
     j->run(port);
     push_completion(lane, {j, completion_entry::done});
@@ -327,7 +375,11 @@ void pool_core::thread_main(unsigned index) {
         if (it->on_stop) it->on_stop();
     idle_.fetch_sub(1);
     if (!s.retired) live_.fetch_sub(1);  // a retiring thread already gave up its place
-    s.exited.store(true, std::memory_order_release);
+    {
+        std::lock_guard lock(exit_mutex_);
+        s.exited.store(true, std::memory_order_release);
+    }
+    exited_.notify_all();
 }
 
 }  // namespace m0::pool

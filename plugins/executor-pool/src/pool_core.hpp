@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -34,10 +35,12 @@ struct completion_entry {
 // One reactor's end of the pool. Fields are grouped by the thread that
 // writes them; the reactor-only ones need no synchronisation.
 struct lane_state {
-    lane_state(pool_core& core, reactor_waker& waker);
+    lane_state(pool_core& core, std::shared_ptr<reactor_waker> waker);
 
     pool_core& core;
-    reactor_waker& waker;
+    // Shared with the reactor: a pool thread may still wake through it after
+    // the reactor saw its last completion and went away.
+    const std::shared_ptr<reactor_waker> waker;
     std::unique_ptr<entry_ring<job*>> jobs;
     std::unique_ptr<entry_ring<completion_entry>> completions;
 
@@ -73,8 +76,9 @@ public:
 
     void add_thread_hooks(thread_hooks hooks);
     void start();
-    void stop();
-    std::shared_ptr<lane_state> add_lane(reactor_waker& waker);
+    // Returns the threads left running (detached) after `grace`.
+    unsigned stop(std::chrono::milliseconds grace);
+    std::shared_ptr<lane_state> add_lane(std::shared_ptr<reactor_waker> waker);
 
     // After a job was put on a lane's ring: wake a parked thread if any (one
     // per parked thread: parked_ already excludes wakes in flight), else grow.
@@ -126,6 +130,10 @@ private:
     std::mutex threads_mutex_;  // spawning, joining, lane registration
     bool started_ = false;
     bool stopped_ = false;
+    unsigned abandoned_threads_ = 0;
+    // Signalled by each thread as it exits, so stop() can wait with a bound.
+    std::mutex exit_mutex_;
+    std::condition_variable exited_;
 
     std::array<std::atomic<lane_state*>, max_lanes> lanes_{};
     std::atomic<std::size_t> lane_count_{0};

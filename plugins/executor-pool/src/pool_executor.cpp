@@ -8,16 +8,19 @@ namespace m0::pool {
 pool_executor::pool_executor(pool_options options)
     : core_(std::make_shared<pool_core>(options)) {}
 
-pool_executor::~pool_executor() { core_->stop(); }
+pool_executor::~pool_executor() {
+    // Threads left inside a job at stop() still use the core: keep it.
+    if (core_->stop(std::chrono::milliseconds::max()) > 0) (void)new std::shared_ptr<pool_core>(core_);
+}
 
 void pool_executor::add_thread_hooks(thread_hooks hooks) { core_->add_thread_hooks(std::move(hooks)); }
 void pool_executor::start() { core_->start(); }
 
-std::unique_ptr<executor_lane> pool_executor::make_lane(reactor_waker& waker) {
-    return std::make_unique<pool_lane>(core_, core_->add_lane(waker));
+std::unique_ptr<executor_lane> pool_executor::make_lane(std::shared_ptr<reactor_waker> waker) {
+    return std::make_unique<pool_lane>(core_, core_->add_lane(std::move(waker)));
 }
 
-void pool_executor::stop() { core_->stop(); }
+unsigned pool_executor::stop(std::chrono::milliseconds grace) { return core_->stop(grace); }
 
 const pool_options& pool_executor::options() const noexcept { return core_->options(); }
 unsigned pool_executor::live_threads() const noexcept { return core_->live_threads(); }

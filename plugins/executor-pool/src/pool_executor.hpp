@@ -21,8 +21,9 @@ public:
     std::string_view name() const override { return "pool"; }
     void add_thread_hooks(thread_hooks hooks) override;
     void start() override;
-    std::unique_ptr<executor_lane> make_lane(reactor_waker& waker) override;
-    void stop() override;
+    std::unique_ptr<executor_lane> make_lane(std::shared_ptr<reactor_waker> waker) override;
+    unsigned stop(std::chrono::milliseconds grace) override;
+    using executor::stop;
 
     const pool_options& options() const noexcept;
     // Observability (tests, the per-thread CPU tool, stats pages).

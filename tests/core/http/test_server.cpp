@@ -143,7 +143,7 @@ test_server::~test_server() {
     // Close everything, then let the io_context run out of work so every
     // handler completes while the objects it refers to still exist.
     run_on_worker([this] {
-        ctx_.on_force_close();
+        ctx_.run_force_close_hooks();
         listener_.close();
     });
     work_.reset();

@@ -75,8 +75,8 @@ public:
     m0::worker_stats& stats() { return stats_; }
     // Runs fn on the worker thread and waits for it.
     void run_on_worker(std::function<void()> fn);
-    void drain() { run_on_worker([this] { ctx_.on_drain(); }); }
-    void force_close() { run_on_worker([this] { ctx_.on_force_close(); }); }
+    void drain() { run_on_worker([this] { ctx_.run_drain_hooks(); }); }
+    void force_close() { run_on_worker([this] { ctx_.run_force_close_hooks(); }); }
 
 private:
     boost::asio::io_context io_{1};

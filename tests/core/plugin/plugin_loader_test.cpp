@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <m0/frontend.hpp>
+#include <m0/module.hpp>
 #include <m0/version.hpp>
 
 #include "plugin/plugin_loader.hpp"
@@ -69,6 +70,29 @@ BOOST_AUTO_TEST_CASE(good_plugin_loads_and_its_factory_runs) {
     auto fe = p.descriptor->make_frontend(ctx);
     BOOST_REQUIRE(fe);
     BOOST_TEST(std::string(fe->default_executor()) == "from-test-plugin");
+}
+
+BOOST_AUTO_TEST_CASE(module_plugin_loads_by_kind_and_name) {
+    plugin_loader loader({dir});
+    const auto& p = loader.load(plugin_kind::module, "good");
+    BOOST_TEST(p.path == file("module-good"));
+    BOOST_TEST(std::string(m0::to_string(p.descriptor->kind)) == "module");
+    m0::plugin_context ctx;
+    BOOST_TEST(static_cast<bool>(p.descriptor->make_module(ctx)));
+    // The frontend of the same name is another plugin: names are per kind.
+    BOOST_TEST(std::string(loader.load(plugin_kind::frontend, "good").descriptor->name) == "good");
+}
+
+BOOST_AUTO_TEST_CASE(refuses_module_without_factory) {
+    plugin_loader loader({dir});
+    check_contains(refusal([&] { loader.load(plugin_kind::module, "nofactory"); }),
+                   {file("module-nofactory"), "field make_module", "expected a factory", "found null"});
+}
+
+BOOST_AUTO_TEST_CASE(refuses_module_with_a_descriptor_too_old_for_modules) {
+    plugin_loader loader({dir});
+    check_contains(refusal([&] { loader.load(plugin_kind::module, "oldminor"); }),
+                   {file("module-oldminor"), "field abi_minor", "at least 1 for a module plugin", "found 0"});
 }
 
 BOOST_AUTO_TEST_CASE(same_file_loaded_twice_is_one_plugin_not_a_duplicate) {
@@ -163,6 +187,9 @@ BOOST_AUTO_TEST_CASE(list_all_shows_every_file_loaded_or_refused) {
         // Valid descriptors, but not the plugin their file name promises.
         {file("frontend-mismatch"), "field kind"},
         {file("frontend-misnamed"), "field name"},
+        {file("module-good"), ""},
+        {file("module-nofactory"), "field make_module"},
+        {file("module-oldminor"), "field abi_minor"},
     };
     BOOST_TEST(by_path.size() == expected.size());
     for (const auto& [path, error] : expected) {
@@ -199,4 +226,5 @@ BOOST_AUTO_TEST_CASE(default_search_dirs_order_config_then_env_then_next_to_the_
 BOOST_AUTO_TEST_CASE(kind_names) {
     BOOST_TEST(std::string(m0::to_string(plugin_kind::frontend)) == "frontend");
     BOOST_TEST(std::string(m0::to_string(plugin_kind::executor)) == "executor");
+    BOOST_TEST(std::string(m0::to_string(plugin_kind::module)) == "module");
 }

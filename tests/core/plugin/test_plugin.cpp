@@ -5,6 +5,7 @@
 #include <memory>
 
 #include <m0/frontend.hpp>
+#include <m0/module.hpp>
 #include <m0/plugin.hpp>
 
 #ifndef TEST_MAGIC
@@ -48,16 +49,31 @@ public:
     return std::make_unique<test_frontend>();
 }
 
-#ifdef TEST_KIND_EXECUTOR
+#if defined(TEST_KIND_EXECUTOR)
 // Only present so the descriptor is a valid executor one; never called.
 std::unique_ptr<m0::executor> make_test_executor(m0::plugin_context&) { return nullptr; }
 #define TEST_KIND m0::plugin_kind::executor
 #define TEST_FRONTEND_FACTORY nullptr
 #define TEST_EXECUTOR_FACTORY make_test_executor
+#define TEST_MODULE_FACTORY nullptr
+#elif defined(TEST_KIND_MODULE)
+class test_module final : public m0::module {};
+[[maybe_unused]] std::unique_ptr<m0::module> make_test_module(m0::plugin_context&) {
+    return std::make_unique<test_module>();
+}
+#define TEST_KIND m0::plugin_kind::module
+#define TEST_FRONTEND_FACTORY nullptr
+#define TEST_EXECUTOR_FACTORY nullptr
+#ifdef TEST_NO_FACTORY
+#define TEST_MODULE_FACTORY nullptr
+#else
+#define TEST_MODULE_FACTORY make_test_module
+#endif
 #else
 #define TEST_KIND m0::plugin_kind::frontend
 #define TEST_FRONTEND_FACTORY make_test_frontend
 #define TEST_EXECUTOR_FACTORY nullptr
+#define TEST_MODULE_FACTORY nullptr
 #endif
 
 }  // namespace
@@ -74,5 +90,6 @@ extern "C" __attribute__((visibility("default"))) const m0::plugin_descriptor m0
     "loader test plugin",
     TEST_FRONTEND_FACTORY,
     TEST_EXECUTOR_FACTORY,
+    TEST_MODULE_FACTORY,
 };
 #endif

@@ -106,16 +106,16 @@ void line_frontend::start_worker(worker_context& ctx) {
     auto state = std::make_shared<worker_state>();
     state->ctx = &ctx;
     for (auto* l : ctx.listeners) state->accept(*l);
-    ctx.on_drain = [state] {
+    ctx.add_drain_hook([state] {
         state->draining = true;
         auto copy = state->sessions;
         for (auto& s : copy)
             if (!s->busy) s->close(false);
-    };
-    ctx.on_force_close = [state] {
+    });
+    ctx.add_force_close_hook([state] {
         auto copy = state->sessions;
         for (auto& s : copy) s->close(true);
-    };
+    });
 }
 
 }  // namespace m0::test

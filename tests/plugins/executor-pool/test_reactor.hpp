@@ -1,8 +1,7 @@
 #pragma once
 // A reactor for the pool's tests: a real io_context, a waker that posts a
-// no-op to it, and the core scheduler's loop (poll, drain completions, pass,
-// announce-then-block), bounded by a deadline so a lost wake fails a test
-// instead of hanging it.
+// no-op to it, and the SDK's reactor pass (the scheduler's loop), bounded by
+// a deadline so a lost wake fails a test instead of hanging it.
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -16,6 +15,7 @@
 #include <thread>
 
 #include <m0/executor.hpp>
+#include <m0/reactor_pass.hpp>
 
 #include "pool_executor.hpp"
 
@@ -26,15 +26,25 @@ using clock_type = std::chrono::steady_clock;
 
 class io_waker final : public reactor_waker {
 public:
-    explicit io_waker(boost::asio::io_context& io) : io_(io) {}
-    void wake() noexcept override { boost::asio::post(io_, [] {}); }
+    explicit io_waker(boost::asio::io_context& io) : io_(&io) {}
+    void wake() noexcept override {
+        std::lock_guard lock(mutex_);
+        if (io_) boost::asio::post(*io_, [] {});
+    }
+    void detach() {
+        std::lock_guard lock(mutex_);
+        io_ = nullptr;
+    }
 
 private:
-    boost::asio::io_context& io_;
+    std::mutex mutex_;
+    boost::asio::io_context* io_;
 };
 
 struct test_reactor {
     explicit test_reactor(executor& ex) : lane(ex.make_lane(waker)) {}
+    // The lane may hold the waker past the reactor: it must not post then.
+    ~test_reactor() { waker->detach(); }
 
     // Runs the loop until pred() holds (true) or the deadline passes (false).
     template <class Pred>
@@ -44,14 +54,7 @@ struct test_reactor {
             if (pred()) return true;
             const auto now = clock_type::now();
             if (now >= deadline) return false;
-            std::size_t n = io.poll();
-            n += lane->poll_completions();
-            lane->on_reactor_pass();
-            if (pred()) return true;
-            if (n == 0 && lane->prepare_to_wait()) {
-                io.run_one_for(deadline - clock_type::now());
-                lane->finished_waiting();
-            }
+            run_reactor_pass(io, *lane, deadline);
         }
     }
     bool drain(std::chrono::nanoseconds timeout) {
@@ -60,7 +63,7 @@ struct test_reactor {
 
     boost::asio::io_context io{1};
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{io.get_executor()};
-    io_waker waker{io};
+    std::shared_ptr<io_waker> waker = std::make_shared<io_waker>(io);
     std::unique_ptr<executor_lane> lane;
 };
 

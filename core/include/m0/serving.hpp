@@ -1,0 +1,56 @@
+#pragma once
+// The lifecycle hooks that frontends and modules share: once per serving
+// process, once per worker (reactor) thread, and around fork().
+#include <m0/api.hpp>
+#include <m0/executor.hpp>
+#include <m0/worker.hpp>
+
+namespace m0 {
+
+class service_registry;
+
+// What the per-process hooks get.
+struct serving_context {
+    unsigned process_index = 0;  // 0..process_count-1 (server.workers)
+    unsigned process_count = 1;
+    unsigned worker_count = 1;   // reactor threads in this process (server.threads)
+    service_registry* services = nullptr;
+};
+
+// The order, in every serving process (each child under server.workers):
+//   prepare(executor) → executors start → start_serving → start_worker (each
+//   worker thread) … serving … drain → stop_worker (each worker thread) →
+//   stop_serving → executors stop.
+// A hook that throws at start stops the process with exit code 1 and the
+// exception's message. Plugins are built once, in the first process, before
+// any fork (see before_fork).
+class serving_hooks {
+public:
+    virtual ~serving_hooks() = default;
+    // Main thread, once per serving process, after construction and before
+    // the executor starts: register executor thread hooks here.
+    virtual void prepare(executor& ex) {}
+    // Main thread, once per serving process, after the executors started and
+    // before any reactor runs (an ASGI lifespan startup, a bus subscriber).
+    virtual void start_serving(serving_context& ctx) {}
+    // Each worker thread, once, before its loop runs. Add drain hooks to ctx
+    // here; return at once (work runs on ctx.io).
+    virtual void start_worker(worker_context& ctx) {}
+    // Each worker thread, once, after its loop ended (before the io_context
+    // is destroyed): release per-worker state.
+    virtual void stop_worker(worker_context& ctx) {}
+    // Main thread, once per serving process, after the drain and before the
+    // executors stop: release producers that wait on reactors now gone.
+    virtual void stop_serving(serving_context& ctx) {}
+    // Prefork (server.workers > 1): the supervisor forks the serving processes
+    // from its main thread while no other thread exists. before_fork runs just
+    // before each fork(); then after_fork_parent in the supervisor (also when
+    // fork() failed) or after_fork_child in the new process, before prepare().
+    // A plugin holding process-wide runtime state (an embedded interpreter)
+    // makes it fork-safe here.
+    virtual void before_fork() {}
+    virtual void after_fork_parent() {}
+    virtual void after_fork_child() {}
+};
+
+}  // namespace m0
