@@ -45,6 +45,24 @@ void stream_link::on_written(std::size_t n) {
     room.notify_all();
 }
 
+bool stream_registry::add(stream_link* link) {
+    std::lock_guard lock(mutex_);
+    if (released_) return false;
+    links_.insert(link);
+    return true;
+}
+
+void stream_registry::remove(stream_link* link) noexcept {
+    std::lock_guard lock(mutex_);
+    links_.erase(link);
+}
+
+void stream_registry::release_all() {
+    std::lock_guard lock(mutex_);
+    released_ = true;
+    for (stream_link* link : links_) link->abandon();
+}
+
 void stream_link::abandon() {
     {
         std::lock_guard lock(mutex);
@@ -258,7 +276,7 @@ bool wsgi_call::wait_for_room() {
 }
 
 bool wsgi_call::send_chunk(const char* data, std::size_t size) {
-    if (!stream_) stream_ = std::make_shared<stream_link>(ex_, app_.config.stream_buffer);
+    if (!stream_) stream_ = std::make_shared<stream_link>(app_.streams, ex_, app_.config.stream_buffer);
     else if (!wait_for_room()) return false;
     if (head_.content_length) {
         std::uint64_t left = *head_.content_length - sent_;

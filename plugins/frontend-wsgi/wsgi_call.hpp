@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include <m0/executor.hpp>
@@ -23,19 +24,42 @@
 
 namespace m0::wsgi {
 
+struct stream_link;
+
+// The streamed responses still producing. When the process stops serving,
+// no reactor is left to make room or to report a client gone, so each
+// producer is released here instead (it stops at its next chunk).
+class stream_registry {
+public:
+    // False once release_all() ran: the new stream starts released.
+    bool add(stream_link* link);
+    void remove(stream_link* link) noexcept;
+    void release_all();
+
+private:
+    std::mutex mutex_;
+    std::unordered_set<stream_link*> links_;
+    bool released_ = false;
+};
+
 // What every request of a frontend shares. The Python parts are touched with
 // the GIL held only.
 struct application {
     settings config;
     python::py_ref callable;
     std::unique_ptr<environ_builder> environ;
+    stream_registry streams;
 };
 
 // A streamed response's link between the executor thread producing chunks
 // and the reactor writing them: bounds what is queued (flow control) and
 // tells the producer when the client went away.
 struct stream_link : std::enable_shared_from_this<stream_link> {
-    stream_link(http::exchange_ptr e, std::size_t high) : ex(std::move(e)), high_water(high) {}
+    stream_link(stream_registry& r, http::exchange_ptr e, std::size_t high)
+        : registry(r), ex(std::move(e)), high_water(high) {
+        if (!registry.add(this)) gone = true;
+    }
+    ~stream_link() { registry.remove(this); }
     // Reactor: after handing `n` bytes to the exchange.
     void on_written(std::size_t n);
     // A reactor task or drain callback meant to make room was destroyed
@@ -43,6 +67,7 @@ struct stream_link : std::enable_shared_from_this<stream_link> {
     // producer as if the client had gone, so it cannot wait forever.
     void abandon();
 
+    stream_registry& registry;
     http::exchange_ptr ex;
     const std::size_t high_water;
     std::mutex mutex;

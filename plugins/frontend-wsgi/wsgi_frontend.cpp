@@ -63,6 +63,11 @@ public:
             }});
     }
 
+    // The reactors are gone: a generator still streaming would wait forever
+    // for room that no reactor will make. Released, it stops at its next
+    // chunk; the executor's stop then finds its thread free.
+    void stop_serving(serving_context&) override { app_.streams.release_all(); }
+
     // Prefork: the application was imported before the fork and is shared
     // copy-on-write; each process then runs its own interpreter.
     void before_fork() override { python::before_fork(); }

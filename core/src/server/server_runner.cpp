@@ -334,14 +334,15 @@ int serve(deployment& d, const process_role& role) {
     unsigned crashed = sched->crashed_worker_count();
     sched.reset();
     d.composed->stop_serving(sc);
-    const unsigned stuck = d.ex->stop(executor_stop_grace);
+    unsigned stuck = d.ex->stop(executor_stop_grace);
+    for (const auto& r : reports) stuck += r.detached ? 1 : 0;
     if (crashed) log::warning(std::to_string(crashed) + " worker(s) crashed while serving");
     if (stuck > 0) {
         // Application code that does not return (a view sleeping, a
         // generator waiting on nothing) must not keep the process alive
         // after its drain: its thread would also hold up interpreter and
         // plugin teardown, so exit without running any of it.
-        log::warning("stopped, leaving " + std::to_string(stuck) + " executor thread(s) inside application code");
+        log::warning("stopped, leaving " + std::to_string(stuck) + " thread(s) inside application code");
         std::cout.flush();
         std::cerr.flush();
         std::fflush(nullptr);
