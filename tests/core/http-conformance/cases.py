@@ -98,6 +98,10 @@ ok("target_all_legal_characters", head(b"GET " + LEGAL_TARGET.encode() + b" HTTP
    get(LEGAL_TARGET), rfc="9112 3.2.1, 3986 3.3-3.4")
 ok("target_percent_escapes_kept", head(b"GET /a%2Fb%00c%C3%A9 HTTP/1.1"), get("/a%2Fb%00c%C3%A9"),
    rfc="9112 3.2.1 (the engine does not decode)")
+ok("target_raw_utf8", head(b"GET /caf\xc3\xa9?q=\xc3\xa9t\xc3\xa9 HTTP/1.1"), get("/caf\xc3\xa9?q=\xc3\xa9t\xc3\xa9"),
+   rfc="9112 3.2 (m0 accepts bytes >= 0x80 as sent, as nginx and gunicorn do; never decoded)")
+ok("target_high_bytes_kept", head(b"GET /\x80\xe9\xff HTTP/1.1"), get("/\x80\xe9\xff"),
+   rfc="9112 3.2 (any byte >= 0x80, UTF-8 or not, passes through)")
 ok("target_8000_octets", head(b"GET /" + b"a" * 7999 + b" HTTP/1.1"), get("/" + "a" * 7999),
    rfc="9112 3 (RECOMMENDED: request lines of at least 8000 octets)")
 ok("absolute_form", head(b"GET http://example.com/a?b=c HTTP/1.1"), get("http://example.com/a?b=c"),
@@ -341,7 +345,8 @@ for name, line in [("double_space_after_method", b"GET  / HTTP/1.1"),
                    ("vt_separator", b"GET\x0b/ HTTP/1.1"), ("ff_separator", b"GET /\x0cHTTP/1.1")]:
     bad(f"request_line_{name}", head(line), 400, rfc="9112 3 (single SP separators)")
 for name, target in [("space", b"/a b"), ("ctl", b"/a\x01b"), ("del", b"/a\x7fb"), ("nul", b"/a\x00b"),
-                     ("high_byte", b"/caf\xe9"), ("fragment", b"/a#frag"), ("angle_brackets", b"/<script>"),
+                     ("del_after_utf8", b"/caf\xc3\xa9\x7f"), ("ctl_in_query_after_utf8", b"/?caf\xc3\xa9\x1b"),
+                     ("fragment", b"/a#frag"), ("angle_brackets", b"/<script>"),
                      ("double_quote", b'/a"b'), ("backslash", b"/a\\b"), ("bad_percent", b"/a%zz"),
                      ("truncated_percent", b"/a%2"), ("relative", b"a/b"), ("query_only", b"?x=1"),
                      ("tab", b"/a\tb")]:

@@ -141,6 +141,8 @@ BOOST_AUTO_TEST_CASE(rejections_are_the_same_however_the_bytes_arrive) {
         {"G{T / HTTP/1.1\r\n" + host + "\r\n", 400},
         {"GET  / HTTP/1.1\r\n" + host + "\r\n", 400},
         {"GET /a#b HTTP/1.1\r\n" + host + "\r\n", 400},
+        {"GET /caf\xc3\xa9\x7f HTTP/1.1\r\n" + host + "\r\n", 400},  // DEL among bytes >= 0x80
+        {"GET /caf\xc3\xa9?\x01 HTTP/1.1\r\n" + host + "\r\n", 400},
         {"GET /a%zz HTTP/1.1\r\n" + host + "\r\n", 400},
         {"GET /a?b=100% HTTP/1.1\r\n" + host + "\r\n", 400},
         {"GET /a?b\\c HTTP/1.1\r\n" + host + "\r\n", 400},
@@ -192,6 +194,13 @@ BOOST_AUTO_TEST_CASE(target_forms_and_versions) {
                    parse_status::complete));
     BOOST_TEST(out.req.path == "/s{1}");
     BOOST_TEST(out.req.query == "a[0]={x}|y^`%25");
+
+    // Bytes >= 0x80 (UTF-8 sent unescaped) pass through as sent, in path and query.
+    out.clear();
+    BOOST_REQUIRE((parse_in_steps(p, out, "GET /caf\xc3\xa9/\xff?q=\xe9t\xc3\xa9 HTTP/1.1\r\nHost: b\r\n\r\n", 3) ==
+                   parse_status::complete));
+    BOOST_TEST(out.req.path == "/caf\xc3\xa9/\xff");
+    BOOST_TEST(out.req.query == "q=\xe9t\xc3\xa9");
 
     // Empty lines before the request line are skipped (RFC 9112 2.2).
     out.clear();
