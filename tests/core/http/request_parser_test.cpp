@@ -158,6 +158,7 @@ BOOST_AUTO_TEST_CASE(rejections_are_the_same_however_the_bytes_arrive) {
         {te + "5\nhello\r\n0\r\n\r\n", 400},
         {te + "0\r\nX-T: a\r\n b\r\n\r\n", 400},
         {te + "0\r\nGET / HTTP/1.1\r\n\r\n", 400},
+        {te + "0\r\nX-T: 1\r\ncontent-LENGTH: 5\r\n\r\n", 400},  // framing field as a trailer
     };
     m0::http_limits limits;
     for (const auto& [input, status] : cases) {
@@ -281,6 +282,34 @@ BOOST_AUTO_TEST_CASE(trailers_count_against_the_header_limits) {
     BOOST_TEST((parse_in_steps(p, out, head + "T: " + std::string(100, 'v') + "\r\n\r\n", 100) ==
                 parse_status::error));
     BOOST_TEST(p.error_status() == 431u);
+}
+
+BOOST_AUTO_TEST_CASE(fields_that_must_not_be_trailers_are_refused) {
+    const std::string head = "POST / HTTP/1.1\r\nHost: b\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n";
+    m0::http_limits limits;
+    request_parser p(limits);
+    request_data out;
+    for (const char* name : {"Content-Length", "Transfer-Encoding", "Trailer", "Host", "Cache-Control", "Expect",
+                             "Max-Forwards", "Pragma", "Range", "TE", "If-Match", "If-None-Match",
+                             "If-Modified-Since", "If-Unmodified-Since", "If-Range", "Accept", "Accept-Charset",
+                             "Accept-Encoding", "Accept-Language", "Authorization", "Proxy-Authorization",
+                             "WWW-Authenticate", "Proxy-Authenticate", "Cookie", "Set-Cookie", "Age", "Date",
+                             "Expires", "Location", "Retry-After", "Vary", "Warning", "Content-Encoding",
+                             "Content-Type", "Content-Range"}) {
+        BOOST_TEST_CONTEXT(name) {
+            out.clear();
+            BOOST_TEST((parse_in_steps(p, out, head + name + ": 1\r\n\r\n", 100) == parse_status::error));
+            BOOST_TEST(p.error_status() == 400u);
+        }
+    }
+    // Other fields, including names that merely start like a forbidden one, are dropped.
+    for (const char* name : {"X-Checksum", "Server-Timing", "Hosts", "Content-Length-X", "Dates"}) {
+        BOOST_TEST_CONTEXT(name) {
+            out.clear();
+            BOOST_TEST((parse_in_steps(p, out, head + name + ": 1\r\n\r\n", 100) == parse_status::complete));
+            BOOST_TEST(out.req.body == "a");
+        }
+    }
 }
 
 BOOST_AUTO_TEST_CASE(pipelined_requests_are_parsed_one_after_the_other) {
