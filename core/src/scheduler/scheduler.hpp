@@ -30,6 +30,10 @@ struct scheduler_options {
     std::vector<boost::asio::ip::tcp::endpoint> addresses;  // every worker listens on each
     http_limits limits;
     int backlog = 4096;
+    // Refuse an address another socket already listens on before binding
+    // (check_no_other_listener). Off in a supervised process: its supervisor
+    // checked before forking, and sibling processes already listen there.
+    bool check_addresses = true;
 };
 
 // What one worker did during a drain.

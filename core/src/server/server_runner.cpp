@@ -134,6 +134,7 @@ int serve(deployment& d, const process_role& role) {
     so.first_core = role.index * d.cfg.threads;
     for (const auto& l : d.cfg.listen) so.addresses.push_back(l.endpoint);
     so.limits = d.cfg.http;
+    so.check_addresses = !role.supervised;
 
     std::unique_ptr<scheduler> sched;
     try {
