@@ -14,8 +14,8 @@
 #include <m0/python/fork.hpp>
 #include <m0/python/gil.hpp>
 #include <m0/python/interpreter.hpp>
+#include <m0/static_files/static_mount.hpp>
 
-#include "static_mount.hpp"
 #include "wsgi_call.hpp"
 #include "wsgi_handler.hpp"
 #include "wsgi_objects.hpp"

@@ -4,8 +4,8 @@
 // on the worker's executor lane.
 #include <m0/executor.hpp>
 #include <m0/http.hpp>
+#include <m0/static_files/static_mount.hpp>
 
-#include "static_mount.hpp"
 #include "wsgi_call.hpp"
 
 namespace m0::wsgi {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "static_config.hpp"
+#include <m0/static_files/static_config.hpp>
 
 namespace m0 {
 class config_node;

@@ -1,5 +1,5 @@
 #pragma once
-// Dmitry Vyukov's bounded MPMC queue over one allocation (GUIDE section 5).
+// Dmitry Vyukov's bounded MPMC queue over one allocation.
 //
 // Each cell carries a sequence word that says whose turn it is: a producer
 // may fill cell i when seq == i, a consumer may take it when seq == i + 1.
@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-namespace m0::pool {
+namespace m0::rings {
 
 inline constexpr std::size_t cache_line = 64;
 
@@ -97,4 +97,4 @@ private:
     alignas(cache_line) std::atomic<std::size_t> dequeue_pos_{0};
 };
 
-}  // namespace m0::pool
+}  // namespace m0::rings

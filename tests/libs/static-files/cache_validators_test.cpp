@@ -1,7 +1,7 @@
 #include <boost/test/unit_test.hpp>
 
-#include "cache_validators.hpp"
-#include "http_date.hpp"
+#include <m0/static_files/cache_validators.hpp>
+#include <m0/static_files/http_date.hpp>
 
 using namespace m0::static_files;
 

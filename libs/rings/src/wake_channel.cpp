@@ -1,4 +1,4 @@
-#include "wake_channel.hpp"
+#include <m0/rings/wake_channel.hpp>
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <system_error>
 
-namespace m0::pool {
+namespace m0::rings {
 
 wake_channel::wake_channel(bool semaphore)
     : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | (semaphore ? EFD_SEMAPHORE : 0))) {
@@ -41,4 +41,4 @@ bool wake_channel::wait(std::chrono::nanoseconds timeout) noexcept {
     }
 }
 
-}  // namespace m0::pool
+}  // namespace m0::rings

@@ -1,6 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
-#include "http_date.hpp"
+#include <m0/static_files/http_date.hpp>
 
 using namespace m0::static_files;
 

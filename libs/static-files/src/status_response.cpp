@@ -1,4 +1,4 @@
-#include "status_response.hpp"
+#include <m0/static_files/status_response.hpp>
 
 #include <string>
 

@@ -1,6 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
-#include "request_path.hpp"
+#include <m0/static_files/request_path.hpp>
 
 using namespace m0::static_files;
 

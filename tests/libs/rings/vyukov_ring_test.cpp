@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
-#include "vyukov_ring.hpp"
+#include <m0/rings/vyukov_ring.hpp>
 
-using m0::pool::vyukov_ring;
+using m0::rings::vyukov_ring;
 
 BOOST_AUTO_TEST_CASE(fifo_until_full_then_refuses) {
     vyukov_ring<int> ring(8);

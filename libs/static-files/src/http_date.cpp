@@ -1,4 +1,4 @@
-#include "http_date.hpp"
+#include <m0/static_files/http_date.hpp>
 
 #include <array>
 #include <cstdio>

@@ -6,11 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "file_root.hpp"
-#include "temp_dir.hpp"
+#include <m0/static_files/file_root.hpp>
+
+#include "support/temp_dir.hpp"
 
 using namespace m0::static_files;
-namespace testing = m0::frontend_http::testing;
+namespace testing = m0::testing;
 namespace fs = std::filesystem;
 
 namespace {

@@ -1,4 +1,4 @@
-#include "file_root.hpp"
+#include <m0/static_files/file_root.hpp>
 
 #include <cerrno>
 #include <climits>

@@ -1,4 +1,4 @@
-#include "request_path.hpp"
+#include <m0/static_files/request_path.hpp>
 
 #include <m0/http.hpp>
 

@@ -1,9 +1,9 @@
-#include "cache_validators.hpp"
+#include <m0/static_files/cache_validators.hpp>
 
 #include <cstdio>
 
-#include "ascii.hpp"
-#include "http_date.hpp"
+#include <m0/static_files/ascii.hpp>
+#include <m0/static_files/http_date.hpp>
 
 namespace m0::static_files {
 std::string make_etag(const struct stat& st) {

@@ -5,12 +5,12 @@
 #include <fstream>
 #include <string>
 
-namespace m0::frontend_http::testing {
+namespace m0::testing {
 
 class temp_dir {
 public:
     temp_dir() {
-        auto pattern = (std::filesystem::temp_directory_path() / "m0-frontend-http-XXXXXX").string();
+        auto pattern = (std::filesystem::temp_directory_path() / "m0-test-XXXXXX").string();
         if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
         path_ = pattern;
     }
@@ -30,4 +30,4 @@ private:
     std::filesystem::path path_;
 };
 
-}  // namespace m0::frontend_http::testing
+}  // namespace m0::testing

@@ -1,6 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
-#include "mime_types.hpp"
+#include <m0/static_files/mime_types.hpp>
 
 using namespace m0::static_files;
 

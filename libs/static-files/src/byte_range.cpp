@@ -1,9 +1,9 @@
-#include "byte_range.hpp"
+#include <m0/static_files/byte_range.hpp>
 
 #include <limits>
 #include <optional>
 
-#include "ascii.hpp"
+#include <m0/static_files/ascii.hpp>
 
 namespace m0::static_files {
 namespace {

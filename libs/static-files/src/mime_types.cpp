@@ -1,9 +1,9 @@
-#include "mime_types.hpp"
+#include <m0/static_files/mime_types.hpp>
 
 #include <array>
 #include <utility>
 
-#include "ascii.hpp"
+#include <m0/static_files/ascii.hpp>
 
 namespace m0::static_files {
 namespace {

@@ -1,4 +1,4 @@
-#include "static_mount.hpp"
+#include <m0/static_files/static_mount.hpp>
 
 #include <algorithm>
 #include <memory>
@@ -8,12 +8,12 @@
 
 #include <unistd.h>
 
-#include "byte_range.hpp"
-#include "cache_validators.hpp"
-#include "http_date.hpp"
-#include "mime_types.hpp"
-#include "request_path.hpp"
-#include "status_response.hpp"
+#include <m0/static_files/byte_range.hpp>
+#include <m0/static_files/cache_validators.hpp>
+#include <m0/static_files/http_date.hpp>
+#include <m0/static_files/mime_types.hpp>
+#include <m0/static_files/request_path.hpp>
+#include <m0/static_files/status_response.hpp>
 
 namespace m0::static_files {
 namespace {

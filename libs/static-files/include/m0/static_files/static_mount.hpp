@@ -11,9 +11,8 @@
 #include <sys/stat.h>
 
 #include <m0/http.hpp>
-
-#include "file_root.hpp"
-#include "static_config.hpp"
+#include <m0/static_files/file_root.hpp>
+#include <m0/static_files/static_config.hpp>
 
 namespace m0::static_files {
 

@@ -1,6 +1,6 @@
 // Config parsing for static mounts, kept apart from the runtime: the root is
 // checked to be a directory here, with the error located at its YAML node.
-#include "static_config.hpp"
+#include <m0/static_files/static_config.hpp>
 
 #include <filesystem>
 #include <system_error>

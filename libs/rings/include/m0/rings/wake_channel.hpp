@@ -3,7 +3,7 @@
 // path; the `none` ring uses one as a counting semaphore for every job.
 #include <chrono>
 
-namespace m0::pool {
+namespace m0::rings {
 
 class wake_channel {
 public:
@@ -23,4 +23,4 @@ private:
     int fd_ = -1;
 };
 
-}  // namespace m0::pool
+}  // namespace m0::rings

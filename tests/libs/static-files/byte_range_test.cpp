@@ -1,6 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
-#include "byte_range.hpp"
+#include <m0/static_files/byte_range.hpp>
 
 using namespace m0::static_files;
 
