@@ -32,9 +32,9 @@
 
 #include <m0/executor.hpp>
 #include <m0/reactor_pass.hpp>
+#include <m0/rings/vyukov_ring.hpp>
 
 #include "pool_executor.hpp"
-#include "vyukov_ring.hpp"
 
 namespace {
 
@@ -110,7 +110,7 @@ auto popper(Ring& r) {
 
 std::function<void(std::uint64_t)> ring_spin(std::uint64_t window) {
     return [window](std::uint64_t n) {
-        m0::pool::vyukov_ring<std::uint64_t> there(1024), back(1024);
+        m0::rings::vyukov_ring<std::uint64_t> there(1024), back(1024);
         spin_pingpong(n, window, pusher(there), popper(there), pusher(back), popper(back));
     };
 }

@@ -89,6 +89,8 @@ void check_request(const request_data& d, const m0::http_limits& limits) {
     check(!r.method.empty() && inside(r.method, d.head));
     for (char c : r.method) check(m0::http::detail::is(c, m0::http::detail::cc_tchar));
     check(!r.target.empty() && inside(r.target, d.head));
+    // Bytes >= 0x80 pass through; controls, SP and DEL never reach a handler.
+    for (char c : r.target) check(static_cast<unsigned char>(c) > 0x20 && c != 0x7f);
     check(r.version == 10 || r.version == 11);
     check(r.headers.size() <= limits.max_header_count);
     check(d.head.size() <= limits.max_header_bytes);

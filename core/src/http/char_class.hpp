@@ -41,10 +41,13 @@ constexpr std::array<std::uint8_t, 256> make_table() {
     // Target bytes: RFC 3986 (unreserved, sub-delims, ":", "@", "/", "?"),
     // plus "[ ] { } | ^ `", which browsers send unescaped (WHATWG URL
     // percent-encode sets) and which no parser reads as a delimiter, so
-    // refusing them would only refuse real traffic. Never: SP, controls,
-    // bytes >= 0x80, and '#', '"', '<', '>', backslash, which browsers always
-    // escape and which some back ends treat as delimiters.
+    // refusing them would only refuse real traffic. Bytes >= 0x80 likewise:
+    // some clients send UTF-8 unescaped, nginx and gunicorn pass it through,
+    // and no parser reads such a byte as a delimiter. Never: SP, controls,
+    // DEL, and '#', '"', '<', '>', backslash, which browsers always escape and
+    // which some back ends treat as delimiters.
     for (unsigned c = 0x21; c <= 0x7e; ++c) t[c] |= cc_path | cc_query;
+    for (unsigned c = 0x80; c <= 0xff; ++c) t[c] |= cc_path | cc_query;
     for (char c : std::string_view("#\"<>\\%?")) t[static_cast<unsigned char>(c)] &= ~(cc_path | cc_query);
     t['?'] |= cc_query;
     add("0123456789abcdefABCDEF", cc_hex);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <limits>
 
 #include "http/char_class.hpp"
@@ -132,6 +133,32 @@ const char* skip_quoted_string(const char* p, const char* e) noexcept {
         }
     }
     return nullptr;
+}
+
+// Fields that RFC 9110 6.5.1 keeps out of a trailer section because they
+// must be known before the content: message framing, routing, request
+// modifiers, authentication, response control data and how to process the
+// content. Its predecessor names them (RFC 7230 4.1.2 with RFC 7231 5.1-5.4
+// and 7.1, RFC 7235, RFC 6265), and this is that list. A client or proxy
+// that sends one as a trailer disagrees with m0 about the message, so the
+// request is refused rather than the field silently dropped. Lower case, as
+// token_equals wants.
+constexpr std::string_view forbidden_trailers[] = {
+    "content-length", "transfer-encoding", "trailer",                             // framing
+    "host",                                                                       // routing
+    "cache-control", "expect", "max-forwards", "pragma", "range", "te",           // controls
+    "if-match", "if-none-match", "if-modified-since", "if-unmodified-since", "if-range",
+    "accept", "accept-charset", "accept-encoding", "accept-language",             // negotiation
+    "authorization", "proxy-authorization", "www-authenticate", "proxy-authenticate",
+    "cookie", "set-cookie",                                                       // authentication
+    "age", "date", "expires", "location", "retry-after", "vary", "warning",       // response control
+    "content-encoding", "content-type", "content-range",                          // content processing
+};
+
+// `name` is a validated token (no control bytes), as token_equals requires.
+bool forbidden_as_trailer(std::string_view name) noexcept {
+    return std::any_of(std::begin(forbidden_trailers), std::end(forbidden_trailers),
+                       [name](std::string_view f) { return token_equals(name, f); });
 }
 
 }  // namespace
@@ -675,7 +702,8 @@ bool request_parser::parse_chunk_line(const char* p, const char* e) {
 }
 
 // Trailer fields obey the header syntax and limits and are then dropped
-// (RFC 9110 6.5.1: never merged into the header section).
+// (RFC 9110 6.5.2: never merged into the header section); the fields that
+// may not be trailers at all are refused (forbidden_trailers above).
 bool request_parser::check_trailer_line(const char* p, const char* e) {
     if (fields_.size() + (++trailer_count_) > limits_->max_header_count) {
         fail(431, "too many trailer fields");
@@ -696,6 +724,10 @@ bool request_parser::check_trailer_line(const char* p, const char* e) {
     const char* n = scan(p, e, cc_tchar);
     if (n == p || n == e || *n != ':' || scan_field_value(n + 1, e) != e) {
         fail(400, "invalid trailer field");
+        return false;
+    }
+    if (forbidden_as_trailer(std::string_view(p, static_cast<std::size_t>(n - p)))) {
+        fail(400, "field not allowed in trailers");
         return false;
     }
     return true;

@@ -18,9 +18,8 @@ namespace {
     throw std::system_error(err, std::generic_category(), out.str());
 }
 
-}  // namespace
-
-int open_bound_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport) {
+// A non-blocking, close-on-exec TCP socket with m0's listener options.
+int make_socket(const boost::asio::ip::tcp::endpoint& address, bool reuseport) {
     int fd = ::socket(address.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) fail("create a socket for", address, errno);
     int one = 1;
@@ -34,6 +33,13 @@ int open_bound_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport) {
         // "[::]:80" means IPv6 only; list "0.0.0.0:80" too for IPv4.
         ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
     }
+    return fd;
+}
+
+}  // namespace
+
+int open_bound_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport) {
+    int fd = make_socket(address, reuseport);
     if (::bind(fd, address.data(), static_cast<socklen_t>(address.size())) != 0) {
         int err = errno;
         ::close(fd);
@@ -45,6 +51,26 @@ int open_bound_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport) {
         address.resize(len);
     }
     return fd;
+}
+
+void check_no_other_listener(const boost::asio::ip::tcp::endpoint& address) {
+    // The kernel gives a port 0 one that nothing is bound to.
+    if (address.port() == 0) return;
+    // With SO_REUSEADDR and without SO_REUSEPORT, the bind fails with
+    // EADDRINUSE exactly when a socket listens on an address that overlaps
+    // this one (the same, a wildcard, a dual-stack [::]), whatever options it
+    // has; sockets in TIME_WAIT and a supervisor's bound-but-not-listening
+    // reservation do not count. The probe is closed at once.
+    int fd = make_socket(address, false);
+    const int rc = ::bind(fd, address.data(), static_cast<socklen_t>(address.size()));
+    const int err = errno;
+    ::close(fd);
+    if (rc == 0) return;
+    if (err != EADDRINUSE) fail("bind", address, err);
+    std::ostringstream out;
+    out << "cannot listen on " << address
+        << ": another socket listens there (a second m0, or a server sharing the port with SO_REUSEPORT)";
+    throw std::system_error(err, std::generic_category(), out.str());
 }
 
 int open_listen_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport, int backlog) {

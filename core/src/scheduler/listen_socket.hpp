@@ -9,6 +9,13 @@ namespace m0 {
 // the kernel chose. Throws std::system_error naming the address on failure.
 int open_bound_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport);
 
+// Throws std::system_error (EADDRINUSE, naming the address) when some
+// socket already listens on `address` or on an address overlapping it:
+// SO_REUSEPORT would let m0 bind next to it and silently take part of its
+// traffic. So the check comes before a deployment's first bind, never once
+// its own listeners exist (they would fail it). Nothing to check for port 0.
+void check_no_other_listener(const boost::asio::ip::tcp::endpoint& address);
+
 // A bound, listening, non-blocking, close-on-exec TCP socket. With
 // `reuseport` several such sockets may share the address (one per worker).
 // A port 0 in `address` is replaced by the port the kernel chose.

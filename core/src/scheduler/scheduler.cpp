@@ -185,6 +185,9 @@ void scheduler::start() {
 
     try {
         auto addresses = options_.addresses;
+        // A shared listener binds without SO_REUSEPORT: its bind is the check.
+        if (strategy == listener_strategy::reuseport && options_.check_addresses)
+            for (const auto& a : addresses) check_no_other_listener(a);
         if (strategy == listener_strategy::shared) {
             for (auto& a : addresses) {
                 shared_fds_.push_back(open_listen_socket(a, false, options_.backlog));

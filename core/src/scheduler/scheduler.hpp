@@ -31,6 +31,10 @@ struct scheduler_options {
     http_limits limits;
     int backlog = 4096;
     service_registry* services = nullptr;  // handed to every worker_context
+    // Refuse an address another socket already listens on before binding
+    // (check_no_other_listener). Off in a supervised process: its supervisor
+    // checked before forking, and sibling processes already listen there.
+    bool check_addresses = true;
 };
 
 // What one worker did during a drain.

@@ -7,6 +7,9 @@
 namespace m0 {
 
 port_reservation::port_reservation(std::vector<boost::asio::ip::tcp::endpoint>& addresses) {
+    // Before anything of this deployment binds: the serving processes skip
+    // the check, since their siblings listen on the same addresses.
+    for (const auto& a : addresses) check_no_other_listener(a);
     try {
         // Same options as the serving processes' listeners, so the kernel
         // lets them bind next to these never-listening sockets.

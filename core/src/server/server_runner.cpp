@@ -267,6 +267,7 @@ int serve(deployment& d, const process_role& role) {
     sc.process_count = role.count;
     sc.worker_count = d.cfg.threads;
     sc.services = d.services.get();
+    so.check_addresses = !role.supervised;
 
     std::unique_ptr<scheduler> sched;
     bool serving_started = false;

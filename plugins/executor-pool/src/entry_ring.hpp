@@ -9,8 +9,9 @@
 #include <memory>
 #include <mutex>
 
+#include <m0/rings/vyukov_ring.hpp>
+
 #include "pool_options.hpp"
-#include "vyukov_ring.hpp"
 
 namespace m0::pool {
 
@@ -33,7 +34,7 @@ public:
     bool maybe_nonempty() const noexcept override { return ring_.approx_size() != 0; }
 
 private:
-    vyukov_ring<T> ring_;
+    rings::vyukov_ring<T> ring_;
 };
 
 // boost::lockfree::queue with a fixed node pool: bounded_push fails instead

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include <m0/executor.hpp>
+#include <m0/rings/wake_channel.hpp>
 
 #include "entry_ring.hpp"
 #include "pool_options.hpp"
-#include "wake_channel.hpp"
 
 namespace m0::pool {
 
@@ -52,16 +52,16 @@ struct lane_state {
     std::chrono::steady_clock::time_point stall_since{};
     std::atomic<std::size_t> in_flight{0};    // atomic only so other threads may read it
 
-    alignas(cache_line) std::atomic<std::uint64_t> taken{0};  // jobs popped by pool threads
+    alignas(rings::cache_line) std::atomic<std::uint64_t> taken{0};  // jobs popped by pool threads
 
     // Completions that found the ring full. While overflow_mode is set every
     // completer appends here, so one job's posts never overtake each other.
-    alignas(cache_line) std::mutex overflow_mutex;
+    alignas(rings::cache_line) std::mutex overflow_mutex;
     std::vector<completion_entry> completion_overflow;
     std::atomic<bool> overflow_mode{false};
 
     // "I am about to wait": raised by the reactor before blocking.
-    alignas(cache_line) std::atomic<bool> reactor_waiting{false};
+    alignas(rings::cache_line) std::atomic<bool> reactor_waiting{false};
     std::atomic<bool> closed{false};  // the lane handle is gone: never wake it
 };
 
@@ -95,7 +95,7 @@ public:
 private:
     enum slot_state : int { running = 0, parked = 1, woken = 2 };
     struct slot {
-        wake_channel wake;
+        rings::wake_channel wake;
         std::atomic<int> state{running};
         std::atomic<bool> exited{false};
         bool retired = false;  // its own thread only: left on an idle timeout
@@ -121,8 +121,8 @@ private:
     std::vector<thread_hooks> hooks_;
     std::vector<std::unique_ptr<slot>> slots_;  // max_threads, fixed after construction
 
-    alignas(cache_line) std::atomic<unsigned> parked_{0};  // parked and not yet woken
-    alignas(cache_line) std::atomic<unsigned> idle_{0};    // live, not running a job
+    alignas(rings::cache_line) std::atomic<unsigned> parked_{0};  // parked and not yet woken
+    alignas(rings::cache_line) std::atomic<unsigned> idle_{0};    // live, not running a job
     std::atomic<unsigned> live_{0};
     std::atomic<bool> stopping_{false};
     std::atomic<unsigned> wake_cursor_{0};
@@ -139,7 +139,7 @@ private:
     std::atomic<std::size_t> lane_count_{0};
     std::vector<std::shared_ptr<lane_state>> lane_owners_;
 
-    wake_channel job_semaphore_{true};  // `ring: none`: one signal per job
+    rings::wake_channel job_semaphore_{true};  // `ring: none`: one signal per job
 };
 
 }  // namespace m0::pool

@@ -5,7 +5,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include "ascii.hpp"
+#include <m0/static_files/ascii.hpp>
 
 namespace m0::frontend_http {
 

@@ -7,8 +7,7 @@
 #include <cctype>
 
 #include <m0/config.hpp>
-
-#include "ascii.hpp"
+#include <m0/static_files/ascii.hpp>
 
 namespace m0::frontend_http {
 namespace {

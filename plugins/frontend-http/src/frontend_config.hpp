@@ -6,8 +6,7 @@
 #include <vector>
 
 #include <m0/http.hpp>
-
-#include "static_config.hpp"
+#include <m0/static_files/static_config.hpp>
 
 namespace m0 {
 class config_node;

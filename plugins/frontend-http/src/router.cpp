@@ -1,6 +1,6 @@
 #include "router.hpp"
 
-#include "status_response.hpp"
+#include <m0/static_files/status_response.hpp>
 
 namespace m0::frontend_http {
 

@@ -4,10 +4,10 @@
 #include <vector>
 
 #include <m0/http.hpp>
+#include <m0/static_files/static_mount.hpp>
 
 #include "fixed_route.hpp"
 #include "frontend_config.hpp"
-#include "static_mount.hpp"
 
 namespace m0::frontend_http {
 

@@ -141,6 +141,8 @@ BOOST_AUTO_TEST_CASE(rejections_are_the_same_however_the_bytes_arrive) {
         {"G{T / HTTP/1.1\r\n" + host + "\r\n", 400},
         {"GET  / HTTP/1.1\r\n" + host + "\r\n", 400},
         {"GET /a#b HTTP/1.1\r\n" + host + "\r\n", 400},
+        {"GET /caf\xc3\xa9\x7f HTTP/1.1\r\n" + host + "\r\n", 400},  // DEL among bytes >= 0x80
+        {"GET /caf\xc3\xa9?\x01 HTTP/1.1\r\n" + host + "\r\n", 400},
         {"GET /a%zz HTTP/1.1\r\n" + host + "\r\n", 400},
         {"GET /a?b=100% HTTP/1.1\r\n" + host + "\r\n", 400},
         {"GET /a?b\\c HTTP/1.1\r\n" + host + "\r\n", 400},
@@ -156,6 +158,7 @@ BOOST_AUTO_TEST_CASE(rejections_are_the_same_however_the_bytes_arrive) {
         {te + "5\nhello\r\n0\r\n\r\n", 400},
         {te + "0\r\nX-T: a\r\n b\r\n\r\n", 400},
         {te + "0\r\nGET / HTTP/1.1\r\n\r\n", 400},
+        {te + "0\r\nX-T: 1\r\ncontent-LENGTH: 5\r\n\r\n", 400},  // framing field as a trailer
     };
     m0::http_limits limits;
     for (const auto& [input, status] : cases) {
@@ -192,6 +195,13 @@ BOOST_AUTO_TEST_CASE(target_forms_and_versions) {
                    parse_status::complete));
     BOOST_TEST(out.req.path == "/s{1}");
     BOOST_TEST(out.req.query == "a[0]={x}|y^`%25");
+
+    // Bytes >= 0x80 (UTF-8 sent unescaped) pass through as sent, in path and query.
+    out.clear();
+    BOOST_REQUIRE((parse_in_steps(p, out, "GET /caf\xc3\xa9/\xff?q=\xe9t\xc3\xa9 HTTP/1.1\r\nHost: b\r\n\r\n", 3) ==
+                   parse_status::complete));
+    BOOST_TEST(out.req.path == "/caf\xc3\xa9/\xff");
+    BOOST_TEST(out.req.query == "q=\xe9t\xc3\xa9");
 
     // Empty lines before the request line are skipped (RFC 9112 2.2).
     out.clear();
@@ -272,6 +282,34 @@ BOOST_AUTO_TEST_CASE(trailers_count_against_the_header_limits) {
     BOOST_TEST((parse_in_steps(p, out, head + "T: " + std::string(100, 'v') + "\r\n\r\n", 100) ==
                 parse_status::error));
     BOOST_TEST(p.error_status() == 431u);
+}
+
+BOOST_AUTO_TEST_CASE(fields_that_must_not_be_trailers_are_refused) {
+    const std::string head = "POST / HTTP/1.1\r\nHost: b\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n";
+    m0::http_limits limits;
+    request_parser p(limits);
+    request_data out;
+    for (const char* name : {"Content-Length", "Transfer-Encoding", "Trailer", "Host", "Cache-Control", "Expect",
+                             "Max-Forwards", "Pragma", "Range", "TE", "If-Match", "If-None-Match",
+                             "If-Modified-Since", "If-Unmodified-Since", "If-Range", "Accept", "Accept-Charset",
+                             "Accept-Encoding", "Accept-Language", "Authorization", "Proxy-Authorization",
+                             "WWW-Authenticate", "Proxy-Authenticate", "Cookie", "Set-Cookie", "Age", "Date",
+                             "Expires", "Location", "Retry-After", "Vary", "Warning", "Content-Encoding",
+                             "Content-Type", "Content-Range"}) {
+        BOOST_TEST_CONTEXT(name) {
+            out.clear();
+            BOOST_TEST((parse_in_steps(p, out, head + name + ": 1\r\n\r\n", 100) == parse_status::error));
+            BOOST_TEST(p.error_status() == 400u);
+        }
+    }
+    // Other fields, including names that merely start like a forbidden one, are dropped.
+    for (const char* name : {"X-Checksum", "Server-Timing", "Hosts", "Content-Length-X", "Dates"}) {
+        BOOST_TEST_CONTEXT(name) {
+            out.clear();
+            BOOST_TEST((parse_in_steps(p, out, head + name + ": 1\r\n\r\n", 100) == parse_status::complete));
+            BOOST_TEST(out.req.body == "a");
+        }
+    }
 }
 
 BOOST_AUTO_TEST_CASE(pipelined_requests_are_parsed_one_after_the_other) {

@@ -3,9 +3,10 @@
 #include <m0/config.hpp>
 
 #include "frontend_config.hpp"
-#include "temp_dir.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace m0::frontend_http;
+namespace testing = m0::testing;
 
 namespace {
 

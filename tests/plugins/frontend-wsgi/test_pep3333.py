@@ -54,6 +54,22 @@ def test_environ_cgi_keys(wsgi_server):
     assert env["has_file_wrapper"] is True
 
 
+def test_raw_utf8_in_the_target_reaches_the_app(wsgi_server):
+    # Some clients send UTF-8 unescaped; the bytes pass through as sent.
+    server = wsgi_server()
+    with server.connect() as s:
+        s.sendall(b"GET /environ/caf\xc3\xa9?q=\xc3\xa9 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+        r = m0test.ResponseReader(s).read()
+    assert r.status == 200, (r.body, server.output())
+    env = json.loads(r.body)
+    # PEP 3333: each byte one latin-1 character, so the app recovers the
+    # UTF-8 with .encode("latin-1").decode("utf-8").
+    assert env["PATH_INFO"] == "/environ/caf\u00c3\u00a9"
+    assert env["PATH_INFO"].encode("latin-1").decode("utf-8") == "/environ/caf\u00e9"
+    assert env["QUERY_STRING"] == "q=\u00c3\u00a9"
+    assert env["RAW_URI"] == "/environ/caf\u00c3\u00a9?q=\u00c3\u00a9"
+
+
 def test_environ_http10_and_no_body(wsgi_server):
     server = wsgi_server()
     with server.connect() as s:

@@ -1,0 +1,67 @@
+#include "wsgi_frontend.hpp"
+
+#include <stdexcept>
+
+#include <m0/config.hpp>
+#include <m0/python/app_import.hpp>
+#include <m0/python/errors.hpp>
+#include <m0/python/fork.hpp>
+#include <m0/python/gil.hpp>
+#include <m0/python/interpreter.hpp>
+
+#include "wsgi_objects.hpp"
+#include "wsgi_settings.hpp"
+
+namespace m0::wsgi {
+
+wsgi_frontend::wsgi_frontend(plugin_context& ctx) {
+    app_.config = read_settings(*ctx.section, *ctx.root);
+    python::interpreter_settings py = python::read_settings(*ctx.root);
+    py.chdir = app_.config.chdir;
+    statics_ = std::make_unique<static_files::static_mounts>(app_.config.statics);
+    python::start(py);
+
+    python::gil_scope gil;
+    if (!init_object_types()) {
+        python::log_exception("wsgi: cannot create the WSGI types");
+        throw std::runtime_error("wsgi: cannot create the WSGI types");
+    }
+    app_.callable = python::import_callable(app_.config.app);
+    app_.environ = std::make_unique<environ_builder>(app_.config);
+    handlers_.resize(ctx.worker_count ? ctx.worker_count : 1);
+}
+
+wsgi_frontend::~wsgi_frontend() {
+    python::gil_scope gil;
+    app_.environ.reset();
+    app_.callable = python::py_ref();
+}
+
+void wsgi_frontend::prepare(executor& ex) {
+    ex.add_thread_hooks(thread_hooks{
+        [] { python::attach_thread(); },
+        [] {
+            {
+                python::gil_scope gil;
+                request_objects::clear_thread_cache();
+            }
+            python::detach_thread();
+        }});
+}
+
+void wsgi_frontend::before_fork() { python::before_fork(); }
+void wsgi_frontend::after_fork_parent() { python::after_fork_parent(); }
+void wsgi_frontend::after_fork_child() { python::after_fork_child(); }
+
+void wsgi_frontend::start_worker(worker_context& ctx) {
+    wsgi_handler* handler = nullptr;
+    {
+        std::lock_guard lock(mutex_);
+        if (ctx.index >= handlers_.size()) handlers_.resize(ctx.index + 1);
+        handlers_[ctx.index] = std::make_unique<wsgi_handler>(app_, *statics_, *ctx.lane);
+        handler = handlers_[ctx.index].get();
+    }
+    http::serve(ctx, *handler);
+}
+
+}  // namespace m0::wsgi

@@ -1,0 +1,25 @@
+#pragma once
+// The reactor side of the WSGI frontend: no GIL, no Python objects. Serves
+// static mounts natively and turns every other request into a wsgi_call job
+// on the worker's executor lane.
+#include <m0/executor.hpp>
+#include <m0/http.hpp>
+#include <m0/static_files/static_mount.hpp>
+
+#include "wsgi_call.hpp"
+
+namespace m0::wsgi {
+
+class wsgi_handler final : public http::handler {
+public:
+    wsgi_handler(application& app, const static_files::static_mounts& statics, executor_lane& lane)
+        : app_(app), statics_(statics), lane_(lane) {}
+    void on_request(http::exchange_ptr ex) override;
+
+private:
+    application& app_;
+    const static_files::static_mounts& statics_;
+    executor_lane& lane_;
+};
+
+}  // namespace m0::wsgi
