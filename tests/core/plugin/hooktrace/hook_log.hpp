@@ -1,0 +1,19 @@
+#pragma once
+// One log line per lifecycle hook, "hook <who> <hook> pid=<pid>", so an
+// end-to-end test can read the order hooks ran in, per process.
+#include <unistd.h>
+
+#include <string>
+#include <string_view>
+
+#include <m0/log.hpp>
+
+namespace m0::test {
+
+inline void log_hook(std::string_view who, std::string_view hook, std::string_view extra = {}) {
+    std::string line = "hook " + std::string(who) + " " + std::string(hook) + " pid=" + std::to_string(::getpid());
+    if (!extra.empty()) line += " " + std::string(extra);
+    log::info(line);
+}
+
+}  // namespace m0::test
