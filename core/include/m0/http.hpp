@@ -1,5 +1,5 @@
 #pragma once
-// The core's HTTP/1.1 engine, as frontends see it (GUIDE sections 2 and 7).
+// The core's HTTP/1.1 engine, as frontends see it (docs/architecture.md).
 //
 // The engine accepts on a worker's listeners, parses requests (no Python, no
 // GIL), and hands each complete request to a handler on the reactor thread as

@@ -1,5 +1,5 @@
 #pragma once
-// Finds, loads and validates plugin shared objects (GUIDE section 4).
+// Finds, loads and validates plugin shared objects (docs/plugins.md).
 //
 // A plugin is refused, with a message naming the file, the field, what was
 // expected and what was found, when it cannot be loaded, exports no

@@ -24,7 +24,7 @@ int open_listen_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport, 
 
 // Makes a listening socket refuse new connections without closing its fd:
 // the fd may still be registered in a worker's epoll, and closing it early
-// would let that worker accept on a reused fd number (GUIDE section 3).
+// would let that worker accept on a reused fd number (docs/architecture.md).
 void stop_listening(int fd) noexcept;
 
 }  // namespace m0

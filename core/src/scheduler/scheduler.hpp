@@ -1,5 +1,5 @@
 #pragma once
-// The multicore scheduler (GUIDE section 3): N worker threads, one
+// The multicore scheduler (docs/architecture.md): N worker threads, one
 // io_context each, running a frontend's serving loop over the chosen
 // listener strategy. Generic over m0::frontend; knows nothing about HTTP.
 #include <atomic>

@@ -1,5 +1,5 @@
 #pragma once
-// The two m0::listener strategies (GUIDE section 3):
+// The two m0::listener strategies (docs/architecture.md):
 //  * reuseport_listener — this worker's own SO_REUSEPORT socket, watched by
 //    the worker's io_context like any acceptor.
 //  * shared_listener — one socket for all workers. Each worker watches it

@@ -1,5 +1,5 @@
 #pragma once
-// The prefork supervisor (GUIDE section 3, "Processes"): forks N serving
+// The prefork supervisor (docs/architecture.md, "Processes"): forks N serving
 // processes, respawns one that dies, and on SIGTERM/SIGINT drains them all.
 // It knows nothing about what a serving process does: the caller's fork hooks
 // prepare the process state, and in a child supervise() simply returns.

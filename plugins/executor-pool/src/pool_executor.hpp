@@ -1,5 +1,5 @@
 #pragma once
-// The ring-based blocking pool (GUIDE section 5): m0::executor implemented
+// The ring-based blocking pool (docs/architecture.md, "The ring-based pool"): m0::executor implemented
 // with one job ring and one completion ring per lane, pool threads that spin,
 // then park on their own eventfd, and wakes sent only to parked threads.
 #include <cstddef>
