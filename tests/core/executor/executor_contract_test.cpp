@@ -96,19 +96,19 @@ BOOST_DATA_TEST_CASE(the_reactor_reaches_a_running_job_in_order, all_kinds, k) {
     std::string body;
     std::atomic<bool> all_on_job_thread{true};
     std::thread::id job_thread;
-    m0::completion_port* port = nullptr;
+    std::atomic<m0::completion_port*> port{nullptr};
     bool completed = false;
     reactor.lane->submit(make_deferred_job(
         [&](m0::completion_port& p) {
             job_thread = std::this_thread::get_id();
-            port = &p;
+            port.store(&p);
         },
         [&](bool) { completed = true; }));
     const bool offered = reactor.lane->post_fn_to_job([] {});
     if (k == kind::pool) {
         BOOST_TEST(!offered);
-        BOOST_REQUIRE(reactor.run_until([&] { return port != nullptr; }, 10s));
-        port->finish();
+        BOOST_REQUIRE(reactor.run_until([&] { return port.load() != nullptr; }, 10s));
+        port.load()->finish();
         BOOST_REQUIRE(reactor.drain(10s));
         ex->stop();
         return;
@@ -122,7 +122,7 @@ BOOST_DATA_TEST_CASE(the_reactor_reaches_a_running_job_in_order, all_kinds, k) {
     reactor.lane->post_fn_to_job([&] {
         if (std::this_thread::get_id() != job_thread) all_on_job_thread = false;
         body += " (client gone)";
-        port->finish();  // the job ends when it learns the client left
+        port.load()->finish();  // the job ends when it learns the client left
     });
     BOOST_REQUIRE(reactor.drain(10s));
     BOOST_TEST(completed);
