@@ -256,8 +256,9 @@ bool wsgi_call::try_sendfile(PyObject* wrapper) {
 }
 
 bool wsgi_call::wait_for_room() {
-    // Under the inline executor posted tasks run only after run() returns:
-    // waiting for them here would wait forever.
+    // Under the inline executor the app runs on the reactor: each chunk is
+    // written as it is posted, but room is made by the reactor's loop,
+    // which cannot run until the app returns; waiting would be forever.
     if (on_reactor_) return true;
     stream_link& s = *stream_;
     std::unique_lock lock(s.mutex);

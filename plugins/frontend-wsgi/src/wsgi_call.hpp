@@ -125,7 +125,7 @@ private:
     std::thread::id reactor_thread_;
     completion_port* port_ = nullptr;
     PyObject* writer_ = nullptr;  // the write() callable start_response returns
-    bool on_reactor_ = false;  // the inline executor: posted tasks run only after run()
+    bool on_reactor_ = false;  // the inline executor: no reactor loop runs while the app does
 
     response_head head_;
     bool status_set_ = false;
