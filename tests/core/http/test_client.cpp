@@ -33,6 +33,17 @@ void test_client::close() {
     fd_ = -1;
 }
 
+void test_client::reset() {
+    if (fd_ < 0) return;
+    linger l{};
+    l.l_onoff = 1;
+    l.l_linger = 0;
+    ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    close();
+}
+
+void test_client::shutdown_send() { ::shutdown(fd_, SHUT_WR); }
+
 void test_client::send(const std::string& bytes) {
     std::size_t off = 0;
     while (off < bytes.size()) {
