@@ -52,6 +52,9 @@ public:
     const char* default_executor() const override { return "pool"; }
 
     void prepare(executor& ex) override {
+        // Under `inline` the job runs on the reactor, which therefore cannot
+        // pull the body while the job waits for it: bodies stay whole.
+        app_.input_streams = ex.name() != "inline";
         ex.add_thread_hooks(thread_hooks{
             [] { python::attach_thread(); },
             [] {
