@@ -14,6 +14,7 @@
 #include "test_server.hpp"
 
 using m0::test::eventually;
+using m0::test::post;
 using m0::test::test_client;
 using m0::test::test_server;
 using namespace std::chrono_literals;
@@ -22,11 +23,6 @@ namespace {
 
 std::string get(const std::string& path, const std::string& extra = "") {
     return "GET " + path + " HTTP/1.1\r\nHost: t\r\n" + extra + "\r\n";
-}
-
-std::string post(const std::string& path, const std::string& body, const std::string& extra = "") {
-    return "POST " + path + " HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra +
-           "\r\n" + body;
 }
 
 }  // namespace

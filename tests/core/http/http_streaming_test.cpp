@@ -8,16 +8,12 @@
 #include "test_server.hpp"
 
 using m0::test::eventually;
+using m0::test::post;
 using m0::test::test_client;
 using m0::test::test_server;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string post(const std::string& path, const std::string& body, const std::string& extra = "") {
-    return "POST " + path + " HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra +
-           "\r\n" + body;
-}
 
 std::string chunked(const std::string& path, const std::vector<std::string>& chunks) {
     std::string out = "POST " + path + " HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";

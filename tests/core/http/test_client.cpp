@@ -26,6 +26,11 @@ test_client::test_client(std::uint16_t port) {
         throw std::runtime_error("connect failed");
 }
 
+std::string post(const std::string& path, const std::string& body, const std::string& extra) {
+    return "POST " + path + " HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra +
+           "\r\n" + body;
+}
+
 test_client::~test_client() { close(); }
 
 void test_client::close() {

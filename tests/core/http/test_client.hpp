@@ -20,6 +20,9 @@ struct http_response {
     }
 };
 
+// A POST with a Content-Length body; `extra` holds more header lines.
+std::string post(const std::string& path, const std::string& body, const std::string& extra = "");
+
 class test_client {
 public:
     explicit test_client(std::uint16_t port);

@@ -8,17 +8,9 @@ import os
 import pytest
 
 import m0test
-from conftest import POOL_PLUGIN, wsgi_config
+from conftest import POOL_PLUGIN, rss_kib, wsgi_config
 
 GIB = 1024 * 1024 * 1024
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 def test_one_gib_upload_streams_in_bounded_memory(m0_server):
