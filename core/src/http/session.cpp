@@ -757,7 +757,7 @@ bool session::discard_body() {
 }
 
 void session::on_client_gone(exchange_impl& ex, std::function<void()> fn) {
-    if (active_ != &ex && !gone_) return;  // the response ended: nothing to report
+    if (active_ != &ex) return;  // the response ended: nothing to report
     if (gone_) {
         asio::post(server_->io(), std::move(fn));
         return;
