@@ -135,9 +135,9 @@ public:
 
     // Runs `fn` once, posted to the reactor, when the client is gone (see
     // the half-close rule above): at once if it already is. Not run if the
-    // response ends first. Any number of callbacks. A reset is seen when
-    // the engine next reads or writes the socket; it reads ahead while a
-    // handler works, but not while a streamed body waits for its next pull.
+    // response ends first. Any number of callbacks. A reset is seen at
+    // once while the handler works (the engine reads ahead, or, while a
+    // streamed body waits for its next pull, watches for socket errors).
     virtual void on_client_gone(std::function<void()> fn) = 0;
 
     // Answers 101 Switching Protocols with `headers` (Upgrade and the like;

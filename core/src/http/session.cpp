@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
@@ -171,7 +172,10 @@ void session::maybe_read() {
     if (closed_ || read_pending_ || peer_eof_) return;
     // A streamed body, and an upgraded stream, are read only on demand: the
     // client is held back by TCP flow control, not by our memory.
-    if (body_open_ && !pull_.fn) return;
+    if (body_open_ && !pull_.fn) {
+        watch_for_reset();
+        return;
+    }
     if (upgraded_ && !stream_read_) return;
     if (lingering_) {
         rbegin_ = rend_ = 0;
@@ -893,6 +897,24 @@ void session::close() {
     stream_read_ = nullptr;
     stream_drain_fns_.clear();
     notify_drain();
+}
+
+void session::watch_for_reset() {
+    if (error_wait_pending_ || closed_) return;
+    error_wait_pending_ = true;
+    socket_.async_wait(asio::socket_base::wait_error, [self = shared_from_this()](const error_code& ec) {
+        self->error_wait_pending_ = false;
+        if (ec || self->closed_) return;
+        // Also woken by urgent data: only a pending socket error (a reset)
+        // means the client is gone. Not re-armed either way, so urgent data
+        // cannot make it spin; reads and writes still see a reset.
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (::getsockopt(self->socket_.native_handle(), SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0) {
+            self->mark_gone();
+            self->close();
+        }
+    });
 }
 
 void session::mark_gone() {

@@ -110,6 +110,9 @@ private:
     // input is needed or once the connection must close instead.
     bool discard_body();
     void mark_gone();
+    // While the socket is not read (a streamed body waiting for its next
+    // pull), waits for a socket error so a reset is still noticed.
+    void watch_for_reset();
     // Hands buffered bytes to the upgraded stream's pending read.
     void deliver_stream_read();
     std::unique_ptr<request_data> take_request_data();
@@ -198,6 +201,7 @@ private:
     bool processing_ = false;
     bool read_pending_ = false;
     bool write_wait_pending_ = false;
+    bool error_wait_pending_ = false;
     bool close_after_flush_ = false;
     bool lingering_ = false;
     bool peer_eof_ = false;

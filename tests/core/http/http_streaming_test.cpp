@@ -195,6 +195,16 @@ BOOST_AUTO_TEST_CASE(client_gone_runs_once_on_a_reset) {
     BOOST_TEST(srv.handler().gone_calls.load() == 1);
 }
 
+BOOST_AUTO_TEST_CASE(client_gone_is_noticed_while_a_streamed_body_is_not_pulled) {
+    test_server srv;
+    test_client c(srv.port());
+    c.send(post("/pull-wait-gone", pattern(100)).substr(0, 80));  // head and part of the body
+    BOOST_REQUIRE(eventually([&] { return srv.stats().in_flight.load() == 1; }));
+    c.reset();
+    BOOST_TEST(eventually([&] { return srv.handler().gone_calls.load() == 1; }));
+    BOOST_TEST(eventually([&] { return srv.stats().live_connections.load() == 0; }));
+}
+
 BOOST_AUTO_TEST_CASE(several_drain_waiters_all_run) {
     test_server srv;
     test_client c(srv.port());

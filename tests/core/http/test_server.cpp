@@ -97,6 +97,8 @@ void test_handler::on_request(exchange_ptr ex) {
     const auto& r = ex->req();
     if (r.path == "/pull-echo") {
         pull_all(*this, ex, static_cast<std::size_t>(query_int(r.query, "max", 4096)), std::make_shared<std::string>());
+    } else if (r.path == "/pull-wait-gone") {
+        ex->on_client_gone([this, ex] { ++gone_calls; });
     } else if (r.path == "/pull-ignore") {
         ex->respond(200, {}, "ignored");
     } else if (r.path == "/wait-gone") {

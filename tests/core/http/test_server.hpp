@@ -57,6 +57,7 @@ private:
 //   /pull-echo?max=N  pulls the body N bytes at a time (default 4096), then
 //                     answers with it; counts pulls, records the last error
 //   /pull-ignore      answers "ignored" at once, never pulls
+//   /pull-wait-gone   never pulls nor answers; counts on_client_gone callbacks
 //   anything else     404
 class test_handler final : public m0::http::handler {
 public:
