@@ -189,6 +189,8 @@ void session::maybe_read() {
             else
                 send_error(431, "header line longer than the read buffer");
             flush();
+        } else if (active_) {
+            watch_for_reset();
         }
         return;
     }

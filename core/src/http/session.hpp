@@ -110,8 +110,9 @@ private:
     // input is needed or once the connection must close instead.
     bool discard_body();
     void mark_gone();
-    // While the socket is not read (a streamed body waiting for its next
-    // pull), waits for a socket error so a reset is still noticed.
+    // While the socket is not read for an exchange (a streamed body waiting
+    // for its next pull, a full read-ahead buffer), waits for a socket
+    // error so a reset is still noticed.
     void watch_for_reset();
     // Hands buffered bytes to the upgraded stream's pending read.
     void deliver_stream_read();

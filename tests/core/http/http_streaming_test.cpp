@@ -205,6 +205,18 @@ BOOST_AUTO_TEST_CASE(client_gone_is_noticed_while_a_streamed_body_is_not_pulled)
     BOOST_TEST(eventually([&] { return srv.stats().live_connections.load() == 0; }));
 }
 
+BOOST_AUTO_TEST_CASE(client_gone_is_noticed_with_a_full_read_ahead_buffer) {
+    test_server srv;
+    test_client c(srv.port());
+    std::string pipelined = "GET /wait-gone HTTP/1.1\r\nHost: t\r\n\r\n";
+    while (pipelined.size() < 64 * 1024) pipelined += "GET /fixed HTTP/1.1\r\nHost: t\r\n\r\n";
+    c.send(pipelined);
+    BOOST_REQUIRE(eventually([&] { return srv.stats().in_flight.load() == 1; }));
+    c.reset();
+    BOOST_TEST(eventually([&] { return srv.handler().gone_calls.load() == 1; }));
+    BOOST_TEST(eventually([&] { return srv.stats().live_connections.load() == 0; }));
+}
+
 BOOST_AUTO_TEST_CASE(several_drain_waiters_all_run) {
     test_server srv;
     test_client c(srv.port());
