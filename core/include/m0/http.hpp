@@ -146,6 +146,13 @@ public:
     // the connection cannot switch: the response has begun, the request is
     // HTTP/1.0, a streamed body is still pending, or the client is gone.
     virtual std::shared_ptr<byte_stream> upgrade(std::vector<response_header> headers) = 0;
+
+    // Runs `fn` once, posted to the reactor, when the worker starts draining
+    // while this response is in progress (at once if it already is): a held
+    // response (an SSE stream) should then end. Not run if the response
+    // ends first. Any number of callbacks. A handler that does not listen
+    // is force-closed at the drain deadline.
+    virtual void on_drain(std::function<void()> fn) = 0;
 };
 
 // A connection after 101 Switching Protocols: raw bytes both ways, owned by

@@ -35,6 +35,7 @@ public:
     void read_body(std::size_t max_bytes, body_handler fn) override;
     bool body_pending() const override;
     void on_client_gone(std::function<void()> fn) override;
+    void on_drain(std::function<void()> fn) override;
     std::shared_ptr<byte_stream> upgrade(std::vector<response_header> headers) override;
 
     bool is_head() const noexcept { return data_->is_head; }

@@ -515,6 +515,7 @@ void session::finish_response() {
     stats.in_flight.fetch_sub(1, std::memory_order_relaxed);
     stats.requests.fetch_add(1, std::memory_order_relaxed);
     gone_fns_.clear();  // the exchange is over: nobody waits for the client any more
+    drain_fns_.clear();
     if (body_open_) {
         body_open_ = false;
         deliver_pull(asio::error::operation_aborted, false);
@@ -762,6 +763,15 @@ bool session::discard_body() {
     return false;
 }
 
+void session::on_drain(exchange_impl& ex, std::function<void()> fn) {
+    if (active_ != &ex || closed_) return;
+    if (server_->draining()) {
+        asio::post(server_->io(), std::move(fn));
+        return;
+    }
+    drain_fns_.push_back(std::move(fn));
+}
+
 void session::on_client_gone(exchange_impl& ex, std::function<void()> fn) {
     if (active_ != &ex) return;  // the response ended: nothing to report
     if (gone_) {
@@ -795,6 +805,7 @@ std::shared_ptr<byte_stream> session::upgrade(exchange_impl& ex, const std::vect
     stats.in_flight.fetch_sub(1, std::memory_order_relaxed);
     stats.requests.fetch_add(1, std::memory_order_relaxed);
     gone_fns_.clear();
+    drain_fns_.clear();  // the exchange's; the stream registers its own
     resp_ = {};
     phase_ = read_phase::none;
     read_deadline_ = clock::time_point::max();
@@ -852,13 +863,13 @@ void session::stream_on_drain(std::function<void()> fn) {
         asio::post(server_->io(), std::move(fn));
         return;
     }
-    stream_drain_fns_.push_back(std::move(fn));
+    drain_fns_.push_back(std::move(fn));
 }
 
 void session::stream_close() {
     if (stream_closed()) return;
     close_after_flush_ = true;
-    stream_drain_fns_.clear();
+    drain_fns_.clear();
     if (stream_read_)
         asio::post(server_->io(), [fn = std::move(stream_read_)] { fn(asio::error::operation_aborted, {}); });
     stream_read_ = nullptr;
@@ -897,7 +908,7 @@ void session::close() {
     deliver_pull(asio::error::connection_reset, false);
     if (stream_read_) asio::post(server_->io(), [fn = std::move(stream_read_)] { fn(asio::error::operation_aborted, {}); });
     stream_read_ = nullptr;
-    stream_drain_fns_.clear();
+    drain_fns_.clear();
     notify_drain();
 }
 
@@ -927,13 +938,11 @@ void session::mark_gone() {
 
 void session::drain() {
     if (closed_) return;
-    if (upgraded_) {
-        // The stream's owner finishes its protocol and closes.
-        for (auto& fn : stream_drain_fns_) asio::post(server_->io(), std::move(fn));
-        stream_drain_fns_.clear();
-        return;
-    }
-    if (active_ || close_after_flush_) return;
+    // A held response or an upgraded stream is told to finish: its owner
+    // ends the body or its protocol, then the connection closes.
+    for (auto& fn : drain_fns_) asio::post(server_->io(), std::move(fn));
+    drain_fns_.clear();
+    if (upgraded_ || active_ || close_after_flush_) return;
     if (parser_.got_some() || rend_ > rbegin_) return;  // a request is arriving: answer it, then close
     close_after_flush_ = true;
     if (out_.empty() && !write_wait_pending_)

@@ -67,6 +67,7 @@ public:
     void read_body(exchange_impl& ex, std::size_t max_bytes, body_handler fn);
     bool body_pending(const exchange_impl& ex) const noexcept { return active_ == &ex && body_open_; }
     void on_client_gone(exchange_impl& ex, std::function<void()> fn);
+    void on_drain(exchange_impl& ex, std::function<void()> fn);
     std::shared_ptr<byte_stream> upgrade(exchange_impl& ex, const std::vector<response_header>& headers);
 
     // Called by byte_stream_impl once the connection was upgraded.
@@ -175,6 +176,8 @@ private:
     };
     std::vector<drain_waiter> drain_waiters_;
     std::vector<std::function<void()>> gone_fns_;  // of the active exchange
+    // Told when the worker drains: the active exchange's, or the stream's.
+    std::vector<std::function<void()>> drain_fns_;
 
     // Streamed request body of the active exchange (handler::stream_body).
     struct body_pull {

@@ -217,6 +217,20 @@ BOOST_AUTO_TEST_CASE(client_gone_is_noticed_with_a_full_read_ahead_buffer) {
     BOOST_TEST(eventually([&] { return srv.stats().live_connections.load() == 0; }));
 }
 
+BOOST_AUTO_TEST_CASE(drain_tells_a_held_response_to_end) {
+    test_server srv;
+    test_client c(srv.port());
+    c.send("GET /held HTTP/1.1\r\nHost: t\r\n\r\n");
+    BOOST_REQUIRE(eventually([&] { return srv.stats().in_flight.load() == 1; }));
+    srv.drain();
+    auto r = c.read_response();
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->body == "tick;done");
+    BOOST_TEST(c.closed_by_peer());
+    BOOST_TEST(eventually([&] { return srv.stats().live_connections.load() == 0; }));
+    BOOST_TEST(srv.stats().force_closed.load() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(several_drain_waiters_all_run) {
     test_server srv;
     test_client c(srv.port());

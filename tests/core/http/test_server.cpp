@@ -103,6 +103,13 @@ void test_handler::on_request(exchange_ptr ex) {
         ex->respond(200, {}, "ignored");
     } else if (r.path == "/wait-gone") {
         ex->on_client_gone([this, ex] { ++gone_calls; });
+    } else if (r.path == "/held") {
+        ex->begin(200, {}, std::nullopt);
+        ex->write("tick;");
+        ex->on_drain([ex] {
+            ex->write("done");
+            ex->end();
+        });
     } else if (r.path == "/drained-twice") {
         ex->begin(200, {}, std::nullopt);
         ex->write("1");

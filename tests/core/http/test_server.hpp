@@ -49,6 +49,8 @@ private:
 //   /hold             records stats->accepted, blocks the reactor until
 //                     release_hold is set (at most 5 s), answers "held"
 //   /wait-gone        never answers; counts on_client_gone callbacks
+//   /held             a chunked "tick;" held open; on drain writes "done"
+//                     and ends
 //   /drained-twice    begins a chunked response, waits with two
 //                     when_drained waiters, then writes "2" and ends
 //   /upgrade          101 with "Upgrade: echo", then echoes every byte; on
