@@ -159,7 +159,8 @@ PyObject* environ_builder::build(const http::request& req, const request_facts& 
         !put(m.k_input.get(), Py_NewRef(input)))
         return nullptr;
 
-    bool has_length = !req.body.empty();
+    const std::size_t whole_size = f.pulled_body ? f.pulled_body->size() : req.body.size();
+    bool has_length = !f.body_streamed && whole_size != 0;
     header_key scratch;
     for (const auto& h : req.headers) {
         header_key* hk = m.key_for(h.name, scratch);
@@ -169,7 +170,7 @@ PyObject* environ_builder::build(const http::request& req, const request_facts& 
         }
         PyObject* key = hk->key.get();
         if (key == m.k_content_length.get()) {
-            has_length = true;  // set below from the body the engine read
+            has_length = !f.body_streamed || f.streamed_length.has_value();  // set below
             continue;
         }
         PyObject* existing = PyDict_GetItemWithError(d, key);
@@ -182,7 +183,8 @@ PyObject* environ_builder::build(const http::request& req, const request_facts& 
         }
     }
     if (has_length) {
-        std::string len = std::to_string(req.body.size());
+        // The body the engine read; a streamed one as declared.
+        std::string len = std::to_string(f.body_streamed ? f.streamed_length.value_or(0) : whole_size);
         if (!put(m.k_content_length.get(), m.content_length.get(len))) return nullptr;
     }
     return env.release();
