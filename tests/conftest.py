@@ -1,4 +1,5 @@
-"""pytest setup shared by every end-to-end test: makes `m0test` importable."""
+"""pytest setup shared by every end-to-end test: makes `m0test` importable and
+makes an exception in a background thread fail the test that started it."""
 import os
 import sys
 
@@ -7,6 +8,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytest  # noqa: E402
 
 import m0test  # noqa: E402
+
+
+def pytest_configure(config):
+    # pytest reports an exception raised in a thread as a warning, so a client
+    # thread that dies on a malformed response would leave its test passing.
+    # As an error it fails the test during which the thread ended; tests join
+    # their threads before returning so that this is their own test.
+    config.addinivalue_line("filterwarnings", "error::pytest.PytestUnhandledThreadExceptionWarning")
 
 
 @pytest.fixture
