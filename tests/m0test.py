@@ -1,9 +1,10 @@
-"""Harness for end-to-end tests: start a real m0 on a free loopback port and talk
-to it over real sockets.
+"""Harness for end-to-end tests: start a real m0 on a loopback port it picks and
+talk to it over real sockets.
 
 Environment (set by ctest): M0_BUILD_DIR (where bin/m0 is), M0_SOURCE_DIR.
 """
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -16,24 +17,29 @@ BUILD_DIR = os.environ.get("M0_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
 M0_BINARY = os.path.join(BUILD_DIR, "bin", "m0")
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+LISTENING = re.compile(r"listening on ((?:\S+:\d+ ?)+)")
+WORKER_PROCESSES = re.compile(r"supervisor: (\d+) worker processes")
+WORKER_PROCESS_READY = re.compile(r"listening on .*\(worker process (\d+) of \d+\)")
 
 
 class Server:
-    """One m0 process. `config` is a path to a YAML file or YAML text."""
+    """One m0 process. `config` is a path to a YAML file or YAML text.
 
-    def __init__(self, config, *args, port=None, threads=1, env=None, cwd=None,
-                 ready_timeout=20.0):
-        self.port = port or free_port()
+    m0 listens on 127.0.0.1:0 and the harness reads the ports it bound from
+    its "listening on" log line: a port picked by the test and released
+    before m0 binds it could be taken by another test in between.
+    """
+
+    def __init__(self, config, *args, threads=1, env=None, cwd=None, ready_timeout=20.0):
+        self.port = None
+        self.ports = []
         self.args = list(args)
         self.threads = threads
         self.env = dict(os.environ, **(env or {}))
         self.cwd = cwd or SOURCE_DIR
         self.ready_timeout = ready_timeout
         self.proc = None
+        self.signalled = []
         self._tmp = None
         if config is not None and ("\n" in config or not os.path.exists(config)):
             self._tmp = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
@@ -48,7 +54,7 @@ class Server:
         cmd = [M0_BINARY]
         if self.config_path:
             cmd += ["--config", self.config_path]
-        cmd += ["--listen", f"127.0.0.1:{self.port}"]
+        cmd += ["--listen", "127.0.0.1:0"]
         if self.threads is not None:
             cmd += ["--threads", str(self.threads)]
         return cmd + self.args
@@ -57,16 +63,51 @@ class Server:
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT,
                                      env=self.env, cwd=self.cwd, start_new_session=True)
-        deadline = time.monotonic() + self.ready_timeout
-        while time.monotonic() < deadline:
+        listening = self.wait_for_log(LISTENING, timeout=self.ready_timeout, what="m0 to listen")
+        self.ports = [int(endpoint.rsplit(":", 1)[1]) for endpoint in listening.group(1).split()]
+        self.port = self.ports[0]
+        processes = WORKER_PROCESSES.search(self.output())
+        if processes:
+            # A supervisor names the ports before its worker processes bind
+            # them: ready once each worker process says it listens.
+            count = int(processes.group(1))
+            self.wait_until(lambda: len(set(WORKER_PROCESS_READY.findall(self.output()))) == count,
+                            timeout=self.ready_timeout, what=f"{count} worker processes to listen")
+        return self
+
+    def wait_until(self, condition, timeout=10.0, what="a condition"):
+        """Polls `condition` until it holds (returns its value); fails if m0
+        exits first or after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = condition()
+            if value:
+                return value
             if self.proc.poll() is not None:
-                raise RuntimeError(f"m0 exited with {self.proc.returncode} during start-up:\n{self.output()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"m0 did not listen on {self.port} within {self.ready_timeout}s:\n{self.output()}")
+                raise RuntimeError(f"m0 exited with {self.proc.returncode} while waiting for {what}:\n"
+                                   f"{self.output()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"timed out after {timeout}s waiting for {what}:\n{self.output()}")
+            time.sleep(0.02)
+
+    def wait_for_log(self, pattern, count=1, timeout=10.0, what=None):
+        """Waits until m0's log holds `pattern` (text or compiled regex) `count`
+        times; returns the last match (a re.Match for a regex)."""
+        regex = pattern if isinstance(pattern, re.Pattern) else re.compile(re.escape(pattern))
+
+        def found():
+            matches = list(regex.finditer(self.output()))
+            return matches[count - 1] if len(matches) >= count else None
+        return self.wait_until(found, timeout=timeout, what=what or f"{regex.pattern!r} in m0's log")
+
+    def wait_until_read(self, sock, timeout=10.0):
+        """Waits until m0 has read every byte sent on `sock` (a client
+        connection to it): its side of the connection has nothing left in the
+        kernel's receive queue. What m0 read it handles before it turns to a
+        signal, so a request sent and read is one in flight."""
+        client_port = sock.getsockname()[1]
+        self.wait_until(lambda: unread_bytes(sock.getpeername()[1], client_port) == 0, timeout=timeout,
+                        what=f"m0 to read the request on the connection from port {client_port}")
 
     def output(self):
         try:
@@ -76,12 +117,15 @@ class Server:
             return ""
 
     def send_signal(self, sig):
+        self.signalled.append(sig)
         self.proc.send_signal(sig)
 
     def stop(self, sig=signal.SIGTERM, timeout=30.0):
-        """Sends `sig` (SIGTERM by default) and waits; returns the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
+        """Sends `sig` (SIGTERM by default) unless the test already signalled
+        m0 through send_signal (a second signal would mean "stop at once"),
+        then waits; returns the exit code."""
+        if self.proc.poll() is None and not self.signalled:
+            self.send_signal(sig)
         try:
             return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -101,6 +145,29 @@ class Server:
     def connect(self, timeout=5.0):
         return socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
 
+    def open_request(self, path, port=None, timeout=10.0):
+        """Sends GET `path` on a new connection and returns the socket once m0
+        has read the request, before its response: a request in flight."""
+        sock = socket.create_connection(("127.0.0.1", port or self.port), timeout=timeout)
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode("latin-1"))
+        self.wait_until_read(sock)
+        return sock
+
+
+def unread_bytes(server_port, client_port):
+    """Bytes waiting in the receive queue of the server's end of the loopback
+    connection 127.0.0.1:client_port → 127.0.0.1:server_port (from
+    /proc/net/tcp); None if there is no such connection."""
+    loopback = "0100007F"  # 127.0.0.1 as /proc/net/tcp writes it (host order, hex)
+    local, remote = f"{loopback}:{server_port:04X}", f"{loopback}:{client_port:04X}"
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            if fields[1] == local and fields[2] == remote:
+                return int(fields[4].split(":")[1], 16)
+    return None
+
 
 def run_m0(*args, timeout=30, env=None, cwd=None):
     """Runs m0 to completion (e.g. --check, plugins); returns CompletedProcess."""
@@ -109,12 +176,15 @@ def run_m0(*args, timeout=30, env=None, cwd=None):
 
 
 def recv_until_closed(sock, timeout=5.0):
+    """Everything m0 sends until it closes the connection (FIN or reset).
+    Raises socket.timeout if it keeps the connection open: a hung connection
+    is not a closed one."""
     sock.settimeout(timeout)
     chunks = []
     while True:
         try:
             data = sock.recv(65536)
-        except socket.timeout:
+        except ConnectionResetError:
             break
         if not data:
             break

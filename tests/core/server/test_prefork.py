@@ -1,14 +1,16 @@
 """server.workers > 1: a supervisor and that many serving processes (prefork),
 with the native http frontend."""
 import os
+import re
 import signal
 import subprocess
 import threading
-import time
 
 import m0test
 from prefork_support import alive, get, wait_for_children, wait_until
 
+# A worker process's own line (the supervisor's says "supervisor: received").
+WORKER_DRAINING = re.compile(r"info: received SIGTERM, draining")
 HELLO = os.path.join(m0test.SOURCE_DIR, "configs", "hello.yaml")
 WITH_SLOW_ROUTE = (
     "frontend:\n"
@@ -57,7 +59,7 @@ def test_a_killed_worker_process_is_respawned_and_no_request_fails(m0_server):
     thread = threading.Thread(target=client)
     thread.start()
     try:
-        time.sleep(0.3)
+        wait_until(lambda: served[0] > 0, what="the client's first response")
         victim = before[1]
         os.kill(victim, signal.SIGKILL)
         after = wait_for_children(server.proc.pid, 3, without=[victim])
@@ -75,53 +77,38 @@ def test_a_killed_worker_process_is_respawned_and_no_request_fails(m0_server):
 def test_sigterm_drains_every_process_and_exits_0(m0_server):
     server = m0_server(WITH_SLOW_ROUTE, "--set", "server.workers=3")
     pids = wait_for_children(server.proc.pid, 3)
-    thread, result = start_slow_request(server)
-    server.send_signal(signal.SIGTERM)
-    thread.join(15)
-    assert result["response"].status == 200 and result["response"].body == b"late"
+    with server.open_request("/slow") as s:
+        server.send_signal(signal.SIGTERM)
+        response = m0test.ResponseReader(s, timeout=15).read()
+    assert response.status == 200 and response.body == b"late"
     assert server.proc.wait(timeout=20) == 0
     assert not [pid for pid in pids if alive(pid)]
     assert "supervisor: every worker process has stopped" in server.output()
-
-
-def start_slow_request(server, path="/slow"):
-    result = {}
-
-    def run():
-        try:
-            result["response"] = m0test.request(server.port, path=path, timeout=15)
-        except (OSError, EOFError) as e:
-            result["error"] = e
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    time.sleep(0.4)  # the request is in a worker process, waiting on its timer
-    return thread, result
 
 
 def test_sigint_to_the_process_group_is_one_drain_not_a_hard_stop(m0_server):
     # Ctrl-C at a terminal signals every process of the group: each worker
     # process gets SIGINT from the terminal and again from the supervisor.
     server = m0_server(WITH_SLOW_ROUTE, "--set", "server.workers=2")
-    thread, result = start_slow_request(server)
-    os.killpg(server.proc.pid, signal.SIGINT)
-    thread.join(15)
-    assert result["response"].status == 200 and result["response"].body == b"late"
+    with server.open_request("/slow") as s:
+        os.killpg(server.proc.pid, signal.SIGINT)
+        response = m0test.ResponseReader(s, timeout=15).read()
+    assert response.status == 200 and response.body == b"late"
     assert server.proc.wait(timeout=20) == 0
     assert "stopping now" not in server.output()
 
 
 def test_a_second_sigterm_stops_at_once(m0_server):
     server = m0_server(WITH_SLOW_ROUTE.replace("1500ms", "20s"), "--set", "server.workers=2")
-    thread, result = start_slow_request(server)
-    started = time.monotonic()
-    server.send_signal(signal.SIGTERM)
-    time.sleep(0.3)
-    server.send_signal(signal.SIGTERM)
-    assert server.proc.wait(timeout=10) == 0
-    assert time.monotonic() - started < 10
-    thread.join(15)
-    assert "response" not in result  # cut, not answered
+    with server.open_request("/slow") as s:
+        server.send_signal(signal.SIGTERM)
+        # Each worker process has taken the forwarded SIGTERM before the
+        # second one: two pending SIGTERMs would be delivered as one.
+        server.wait_for_log(WORKER_DRAINING, count=2)
+        server.send_signal(signal.SIGTERM)
+        # Well inside the 20 s the request would take.
+        assert server.proc.wait(timeout=10) == 0
+        assert m0test.recv_until_closed(s) == b""  # cut, not answered
     # The idle process may have finished its drain already; the busy one is
     # told to stop at once.
     assert "worker process(es) at once" in server.output()

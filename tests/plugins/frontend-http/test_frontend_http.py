@@ -296,9 +296,7 @@ def test_head_on_a_route(m0_server):
 def test_delayed_route_does_not_block_the_reactor(m0_server):
     server = m0_server(config_with(routes=(
         "  routes:\n    - {path: /slow, delay: 3s, body: late}\n    - {path: /fast, body: quick}\n")))
-    with server.connect(timeout=10) as slow:
-        slow.sendall(raw_request("GET", "/slow"))
-        time.sleep(0.1)
+    with server.open_request("/slow") as slow:
         # One reactor thread: /fast can only be answered if /slow's wait is a timer.
         r = request(server.port, "GET", "/fast")
         assert r.body == b"quick"
@@ -312,9 +310,7 @@ def test_delayed_route_does_not_block_the_reactor(m0_server):
 
 def test_sigterm_during_a_slow_request_still_answers(m0_server):
     server = m0_server(config_with(routes="  routes:\n    - {path: /slow, delay: 1500ms, body: finally}\n"))
-    with server.connect(timeout=10) as s:
-        s.sendall(raw_request("GET", "/slow"))
-        time.sleep(0.3)  # the request is in flight, its timer armed
+    with server.open_request("/slow") as s:
         server.send_signal(signal.SIGTERM)
         r = ResponseReader(s, timeout=10).read()
     assert r.status == 200
