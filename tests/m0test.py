@@ -16,6 +16,16 @@ SOURCE_DIR = os.environ.get(
 BUILD_DIR = os.environ.get("M0_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
 M0_BINARY = os.path.join(BUILD_DIR, "bin", "m0")
 
+# Every deadline of the harness (a read, a wait for m0) is multiplied by this
+# factor: a sanitizer build under parallel load runs several times slower than
+# a Release one (scripts/test raises it for the ASan run).
+TIMEOUT_SCALE = float(os.environ.get("M0_TEST_TIMEOUT_SCALE", "1"))
+
+
+def scaled(seconds):
+    """`seconds` of wall time as this run's deadline."""
+    return seconds * TIMEOUT_SCALE
+
 
 LISTENING = re.compile(r"listening on ((?:\S+:\d+ ?)+)")
 WORKER_PROCESSES = re.compile(r"supervisor: (\d+) worker processes")
@@ -78,6 +88,7 @@ class Server:
     def wait_until(self, condition, timeout=10.0, what="a condition"):
         """Polls `condition` until it holds (returns its value); fails if m0
         exits first or after `timeout`."""
+        timeout = scaled(timeout)
         deadline = time.monotonic() + timeout
         while True:
             value = condition()
@@ -126,8 +137,13 @@ class Server:
         then waits; returns the exit code."""
         if self.proc.poll() is None and not self.signalled:
             self.send_signal(sig)
+        return self.wait(timeout)
+
+    def wait(self, timeout=30.0):
+        """Waits for m0 to exit; returns its exit code (SIGKILL and raise if
+        it does not within `timeout`)."""
         try:
-            return self.proc.wait(timeout=timeout)
+            return self.proc.wait(timeout=scaled(timeout))
         except subprocess.TimeoutExpired:
             self.kill()
             raise
@@ -143,12 +159,12 @@ class Server:
             os.unlink(self._tmp.name)
 
     def connect(self, timeout=5.0):
-        return socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        return socket.create_connection(("127.0.0.1", self.port), timeout=scaled(timeout))
 
     def open_request(self, path, port=None, timeout=10.0):
         """Sends GET `path` on a new connection and returns the socket once m0
         has read the request, before its response: a request in flight."""
-        sock = socket.create_connection(("127.0.0.1", port or self.port), timeout=timeout)
+        sock = socket.create_connection(("127.0.0.1", port or self.port), timeout=scaled(timeout))
         sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode("latin-1"))
         self.wait_until_read(sock)
         return sock
@@ -171,7 +187,7 @@ def unread_bytes(server_port, client_port):
 
 def run_m0(*args, timeout=30, env=None, cwd=None):
     """Runs m0 to completion (e.g. --check, plugins); returns CompletedProcess."""
-    return subprocess.run([M0_BINARY, *args], capture_output=True, text=True, timeout=timeout,
+    return subprocess.run([M0_BINARY, *args], capture_output=True, text=True, timeout=scaled(timeout),
                           env=dict(os.environ, **(env or {})), cwd=cwd or SOURCE_DIR)
 
 
@@ -179,7 +195,7 @@ def recv_until_closed(sock, timeout=5.0):
     """Everything m0 sends until it closes the connection (FIN or reset).
     Raises socket.timeout if it keeps the connection open: a hung connection
     is not a closed one."""
-    sock.settimeout(timeout)
+    sock.settimeout(scaled(timeout))
     chunks = []
     while True:
         try:
@@ -209,7 +225,7 @@ class ResponseReader:
 
     def __init__(self, sock, timeout=5.0):
         self.sock = sock
-        self.sock.settimeout(timeout)
+        self.sock.settimeout(scaled(timeout))
         self.buf = b""
 
     def _fill(self):
@@ -276,6 +292,6 @@ def request(port, method="GET", path="/", headers=None, body=b"", timeout=5.0):
     if body and "Content-Length" not in hdrs and "Transfer-Encoding" not in hdrs:
         hdrs["Content-Length"] = str(len(body))
     raw = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in hdrs.items()) + "\r\n"
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+    with socket.create_connection(("127.0.0.1", port), timeout=scaled(timeout)) as s:
         s.sendall(raw.encode("latin-1") + body)
         return ResponseReader(s, timeout).read(head_only=(method == "HEAD"))

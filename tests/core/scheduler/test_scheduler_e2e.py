@@ -56,7 +56,7 @@ def test_second_signal_stops_at_once_and_reports_force_closed(m0_server):
         server.wait_for_log("received SIGTERM, draining")
         assert server.proc.poll() is None, "a request in flight must hold the drain"
         server.send_signal(signal.SIGTERM)
-        assert server.proc.wait(timeout=15) == 0
+        assert server.wait(timeout=15) == 0
     assert "second signal: stopping now" in server.output()
     assert "force-closed 1" in server.output()
 

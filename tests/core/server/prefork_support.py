@@ -24,6 +24,7 @@ def alive(pid):
 
 
 def wait_until(condition, timeout=10.0, what="condition"):
+    timeout = m0test.scaled(timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()

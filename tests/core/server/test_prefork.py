@@ -81,7 +81,7 @@ def test_sigterm_drains_every_process_and_exits_0(m0_server):
         server.send_signal(signal.SIGTERM)
         response = m0test.ResponseReader(s, timeout=15).read()
     assert response.status == 200 and response.body == b"late"
-    assert server.proc.wait(timeout=20) == 0
+    assert server.wait(timeout=20) == 0
     assert not [pid for pid in pids if alive(pid)]
     assert "supervisor: every worker process has stopped" in server.output()
 
@@ -94,7 +94,7 @@ def test_sigint_to_the_process_group_is_one_drain_not_a_hard_stop(m0_server):
         os.killpg(server.proc.pid, signal.SIGINT)
         response = m0test.ResponseReader(s, timeout=15).read()
     assert response.status == 200 and response.body == b"late"
-    assert server.proc.wait(timeout=20) == 0
+    assert server.wait(timeout=20) == 0
     assert "stopping now" not in server.output()
 
 
@@ -107,7 +107,7 @@ def test_a_second_sigterm_stops_at_once(m0_server):
         server.wait_for_log(WORKER_DRAINING, count=2)
         server.send_signal(signal.SIGTERM)
         # Well inside the 20 s the request would take.
-        assert server.proc.wait(timeout=10) == 0
+        assert server.wait(timeout=10) == 0
         assert m0test.recv_until_closed(s) == b""  # cut, not answered
     # The idle process may have finished its drain already; the busy one is
     # told to stop at once.
@@ -119,7 +119,7 @@ def test_worker_processes_stop_when_the_supervisor_is_killed(m0_server):
     server = m0_server(HELLO, "--set", "server.workers=2")
     pids = wait_for_children(server.proc.pid, 2)
     os.kill(server.proc.pid, signal.SIGKILL)
-    server.proc.wait(timeout=10)
+    server.wait(timeout=10)
     wait_until(lambda: not [pid for pid in pids if alive(pid)], what="the orphaned worker processes to exit")
 
 

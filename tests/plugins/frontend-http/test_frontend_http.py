@@ -315,7 +315,7 @@ def test_sigterm_during_a_slow_request_still_answers(m0_server):
         r = ResponseReader(s, timeout=10).read()
     assert r.status == 200
     assert r.body == b"finally"
-    assert server.proc.wait(timeout=20) == 0
+    assert server.wait(timeout=20) == 0
 
 
 # --- configuration ---------------------------------------------------------
