@@ -9,6 +9,9 @@ import pytest
 import m0test
 
 
+INTERNAL_ERROR_BODY = b"Internal Server Error\n"
+
+
 def wait_for_log(server, text, timeout=5.0):
     deadline = time.monotonic() + timeout
     while text not in server.output() and time.monotonic() < deadline:
@@ -37,6 +40,8 @@ def test_bad_app_gets_500_and_traceback(wsgi_server, path, logged, traceback):
         s.sendall(f"GET {path} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
         r = reader.read()
         assert r.status == 500
+        # The traceback is for the log only: the client learns nothing of the app.
+        assert r.body == INTERNAL_ERROR_BODY, r.body
         raw_headers = " ".join(f"{k}: {v}" for k, v in r.headers)
         assert "Injected" not in raw_headers and "X-Evil" not in raw_headers
         # Same connection keeps working.

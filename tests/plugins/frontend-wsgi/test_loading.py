@@ -25,7 +25,7 @@ def test_bad_application_stops_startup(tmp_path, app, reason):
     (tmp_path / "broken_app.py").write_text("x = 1 / 0\n")
     cfg = wsgi_config(app, "inline", extra="") + f"python:\n  path: [{tmp_path}]\n"
     r = check(cfg, tmp_path)
-    assert r.returncode != 0
+    assert r.returncode == 2  # an application that cannot be loaded: nothing starts
     out = r.stdout + r.stderr
     assert reason in out, out
     # One line saying why, naming the app.
@@ -36,17 +36,17 @@ def test_bad_application_stops_startup(tmp_path, app, reason):
 
 def test_missing_app_key_is_a_config_error(tmp_path):
     r = check("frontend:\n  type: wsgi\n", tmp_path)
-    assert r.returncode != 0 and "frontend.app" in r.stderr
+    assert r.returncode == 2 and "frontend.app" in r.stderr
 
 
 def test_unknown_key_is_refused(tmp_path):
     r = check(wsgi_config("wsgi_apps:hello", "inline", extra="  url_prefx: /x\n"), tmp_path)
-    assert r.returncode != 0 and "url_prefx" in r.stderr and "url_prefix" in r.stderr
+    assert r.returncode == 2 and "url_prefx" in r.stderr and "url_prefix" in r.stderr
 
 
 def test_bad_venv_is_refused(tmp_path):
     r = check(wsgi_config("wsgi_apps:hello", "inline") + f"python:\n  venv: {tmp_path}/nope\n", tmp_path)
-    assert r.returncode != 0 and "python.venv" in r.stderr
+    assert r.returncode == 2 and "python.venv" in r.stderr
 
 
 def test_factory_call(wsgi_server):
@@ -104,6 +104,6 @@ def test_static_files_are_served_natively(wsgi_server, tmp_path):
 def test_static_keys_are_those_of_the_http_frontend(tmp_path):
     r = check(wsgi_config("wsgi_apps:hello", "inline", extra=f"  static: {{root: {tmp_path}, indx: a.html}}\n"),
               tmp_path)
-    assert r.returncode != 0 and "indx" in r.stderr and "index" in r.stderr
+    assert r.returncode == 2 and "indx" in r.stderr and "index" in r.stderr
     r = check(wsgi_config("wsgi_apps:hello", "inline", extra=f"  static: {{root: {tmp_path}/nope}}\n"), tmp_path)
-    assert r.returncode != 0 and "frontend.static.root" in r.stderr and "not a directory" in r.stderr
+    assert r.returncode == 2 and "frontend.static.root" in r.stderr and "not a directory" in r.stderr
