@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import m0test
-from prefork_support import alive, get, wait_for_children
+from prefork_support import alive, wait_for_children
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
 POOL_PLUGIN = os.path.join(m0test.BUILD_DIR, "lib", "m0", "plugins", "m0-executor-pool.so")
@@ -37,7 +37,7 @@ def config(app, executor):
 
 
 def served_by(port, path="/"):
-    response = get(port, path)
+    response = m0test.request(port, path=path)
     assert response.status == 200, response.body
     return json.loads(response.body)
 
