@@ -185,6 +185,25 @@ def unread_bytes(server_port, client_port):
     return None
 
 
+def cpu_list(text):
+    """The CPUs of a /proc list such as "0-2,5" as a set."""
+    cpus = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def thread_affinities(pid):
+    """{thread name: set of CPUs it may run on} for the threads of `pid`."""
+    affinities = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        affinities[fields["Name"].strip()] = cpu_list(fields["Cpus_allowed_list"].strip())
+    return affinities
+
+
 def run_m0(*args, timeout=30, env=None, cwd=None):
     """Runs m0 to completion (e.g. --check, plugins); returns CompletedProcess."""
     return subprocess.run([M0_BINARY, *args], capture_output=True, text=True, timeout=scaled(timeout),

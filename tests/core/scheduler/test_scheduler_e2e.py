@@ -1,4 +1,5 @@
 """The scheduler as a user sees it through a running m0: signals, drain, listener strategies."""
+import os
 import signal
 import socket
 import threading
@@ -145,3 +146,14 @@ def test_worker_count_out_of_range_is_a_clear_error(threads):
     r = m0test.run_m0("--config", "configs/hello.yaml", "--threads", threads, "--check")
     assert r.returncode == 2
     assert "server.threads" in r.stderr and "256" in r.stderr
+
+
+@pytest.mark.parametrize("pin", ["true", "false"])
+def test_pin_cores_pins_reactor_thread_i_to_core_i(m0_server, pin):
+    server = m0_server(CONFIG, "--set", f"server.pin_cores={pin}", threads=2)
+    cpus = os.cpu_count()
+    affinities = m0test.thread_affinities(server.proc.pid)
+    everywhere = affinities["m0"]  # the main thread is never pinned
+    for i in range(2):
+        expected = {i % cpus} if pin == "true" else everywhere
+        assert affinities[f"m0-worker-{i}"] == expected, affinities

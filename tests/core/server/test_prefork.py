@@ -172,3 +172,13 @@ def test_a_shared_listener_needs_one_process():
     result = m0test.run_m0("--config", HELLO, "--set", "server.workers=2", "--set", "server.listener=shared")
     assert result.returncode == 2
     assert "server.listener" in result.stderr and "server.workers is 2" in result.stderr
+
+
+def test_pin_cores_gives_each_worker_process_its_own_cores(m0_server):
+    # Thread i of process p runs on core (p × threads + i) mod CPUs.
+    server = m0_server(HELLO, "--set", "server.workers=2", threads=1)
+    index_of = {int(pid): int(index) for pid, index in
+                re.findall(r"m0\[(\d+)\] info: .*listening on .*\(worker process (\d+) of 2\)", server.output())}
+    assert len(index_of) == 2, server.output()
+    for pid, index in index_of.items():
+        assert m0test.thread_affinities(pid)["m0-worker-0"] == {index % os.cpu_count()}

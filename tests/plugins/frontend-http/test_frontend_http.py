@@ -158,6 +158,51 @@ def test_head_has_length_but_no_body(static_server):
         assert reader.buf == b""
 
 
+def test_if_none_match_is_used_instead_of_if_modified_since(static_server):
+    # RFC 9110 13.2.2, and the README: If-Modified-Since counts only when
+    # If-None-Match is absent.
+    first = request(static_server.port, "GET", "/notes.txt")
+    etag, last_modified = first.header("ETag"), first.header("Last-Modified")
+    r = request(static_server.port, "GET", "/notes.txt",
+                headers={"If-None-Match": '"other"', "If-Modified-Since": last_modified})
+    assert r.status == 200 and r.body == site_bytes("notes.txt")
+    r = request(static_server.port, "GET", "/notes.txt",
+                headers={"If-None-Match": etag, "If-Modified-Since": "Sun, 06 Nov 1994 08:49:37 GMT"})
+    assert r.status == 304
+
+
+# --- routing ----------------------------------------------------------------
+
+def test_the_longest_static_prefix_wins_whatever_the_order(m0_server, tmp_path):
+    (tmp_path / "top" / "assets").mkdir(parents=True)
+    (tmp_path / "top" / "assets" / "x.txt").write_text("from the / mount")
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "assets" / "x.txt").write_text("from the /assets/ mount")
+    server = m0_server(config_with(static=(
+        f"  static:\n"
+        f"    - {{prefix: /, root: '{tmp_path / 'top'}'}}\n"
+        f"    - {{prefix: /assets/, root: '{tmp_path / 'assets'}'}}\n")))
+    assert request(server.port, "GET", "/assets/x.txt").body == b"from the /assets/ mount"
+    assert request(server.port, "GET", "/assets/../assets/x.txt").status == 404
+
+
+@pytest.mark.parametrize("first,second,exact_answer", [
+    ("{path: /api/*, body: prefix}", "{path: /api/exact, body: exact}", b"prefix"),
+    ("{path: /api/exact, body: exact}", "{path: /api/*, body: prefix}", b"exact"),
+])
+def test_the_first_matching_route_wins(m0_server, first, second, exact_answer):
+    server = m0_server(config_with(routes=f"  routes:\n    - {first}\n    - {second}\n"))
+    assert request(server.port, "GET", "/api/exact").body == exact_answer
+    assert request(server.port, "GET", "/api/other").body == b"prefix"
+
+
+def test_an_empty_index_disables_directory_answers(m0_server):
+    server = m0_server(config_with(static=f"  static: {{prefix: /, root: '{SITE}', index: ''}}\n"))
+    assert request(server.port, "GET", "/").status == 404
+    assert request(server.port, "GET", "/docs/").status == 404
+    assert request(server.port, "GET", "/docs/index.html").body == site_bytes("docs/index.html")
+
+
 # --- traversal ----------------------------------------------------------------
 
 @pytest.fixture

@@ -107,3 +107,15 @@ def test_static_keys_are_those_of_the_http_frontend(tmp_path):
     assert r.returncode == 2 and "indx" in r.stderr and "index" in r.stderr
     r = check(wsgi_config("wsgi_apps:hello", "inline", extra=f"  static: {{root: {tmp_path}/nope}}\n"), tmp_path)
     assert r.returncode == 2 and "frontend.static.root" in r.stderr and "not a directory" in r.stderr
+
+
+def test_app_shortcut_needs_no_config_file(m0_server):
+    # README: `m0 --app module:callable` serves a WSGI app on 127.0.0.1:8000
+    # with nothing else; the module is found from the working directory.
+    r = m0test.run_m0("--app", "wsgi_apps:hello", "--check", cwd=APPS)
+    assert r.returncode == 0, r.stderr
+    assert "listen:\n    - 127.0.0.1:8000\n" in r.stdout
+    assert "  type: wsgi\n  app: wsgi_apps:hello\n" in r.stdout
+    # Served (on a port of m0's choosing instead of 8000, which may be taken).
+    server = m0_server(None, "--app", "wsgi_apps:hello", cwd=APPS)
+    assert m0test.request(server.port, path="/").body == b"Hello, World!"
