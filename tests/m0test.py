@@ -170,10 +170,13 @@ class Server:
         return sock
 
 
-def unread_bytes(server_port, client_port):
-    """Bytes waiting in the receive queue of the server's end of the loopback
-    connection 127.0.0.1:client_port → 127.0.0.1:server_port (from
-    /proc/net/tcp); None if there is no such connection."""
+TCP_ESTABLISHED = "01"  # the state column of /proc/net/tcp
+
+
+def server_end(server_port, client_port):
+    """(state, bytes waiting to be read) of the server's end of the loopback
+    connection 127.0.0.1:client_port → 127.0.0.1:server_port, from
+    /proc/net/tcp; None once there is no such socket."""
     loopback = "0100007F"  # 127.0.0.1 as /proc/net/tcp writes it (host order, hex)
     local, remote = f"{loopback}:{server_port:04X}", f"{loopback}:{client_port:04X}"
     with open("/proc/net/tcp") as f:
@@ -181,8 +184,14 @@ def unread_bytes(server_port, client_port):
         for line in f:
             fields = line.split()
             if fields[1] == local and fields[2] == remote:
-                return int(fields[4].split(":")[1], 16)
+                return fields[3], int(fields[4].split(":")[1], 16)
     return None
+
+
+def unread_bytes(server_port, client_port):
+    """Bytes m0 has not read yet on that connection (None: no connection)."""
+    end = server_end(server_port, client_port)
+    return end[1] if end else None
 
 
 def cpu_list(text):

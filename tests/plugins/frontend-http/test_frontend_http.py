@@ -363,6 +363,27 @@ def test_sigterm_during_a_slow_request_still_answers(m0_server):
     assert server.wait(timeout=20) == 0
 
 
+def test_a_client_that_stops_reading_is_cut_at_write_timeout(m0_server, tmp_path):
+    # A file much larger than what the socket buffers on both ends hold, so
+    # that m0's writes stall once the client stops reading.
+    size = 64 << 20
+    with open(tmp_path / "big.bin", "wb") as f:
+        f.truncate(size)
+    server = m0_server(config_with(
+        routes="  routes:\n    - {path: /health, body: ok}\n",
+        static=f"  static: {{prefix: /, root: '{tmp_path}'}}\n") + "http:\n  write_timeout: 1s\n")
+    with server.connect() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        s.sendall(raw_request("GET", "/big.bin"))
+        client_port = s.getsockname()[1]
+        # m0 closes its end (it leaves ESTABLISHED) while the client reads nothing.
+        server.wait_until(lambda: (m0test.server_end(server.port, client_port) or ("gone",))[0]
+                          != m0test.TCP_ESTABLISHED, what="m0 to give up on the stalled write")
+        received = len(m0test.recv_until_closed(s, timeout=10))
+    assert received < size
+    assert request(server.port, "GET", "/health").body == b"ok"
+
+
 # --- configuration ---------------------------------------------------------
 
 @pytest.mark.parametrize("config", [HELLO_CONFIG, STATIC_CONFIG])
