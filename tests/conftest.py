@@ -42,8 +42,8 @@ def pytest_runtest_makereport(item, call):
 def m0_server():
     """Factory fixture: m0_server(config_text_or_path, *extra_args) -> running Server.
 
-    Every server started through it is stopped (SIGKILL as a last resort) at
-    the end of the test.
+    Every server started through it is stopped at the end of the test
+    (SIGKILL as a last resort); a sanitizer report in its log fails the test.
     """
     started = []
 
@@ -54,5 +54,4 @@ def m0_server():
         return server
 
     yield start
-    for server in started:
-        server.kill()
+    m0test.finish_servers(started)

@@ -11,6 +11,8 @@ import subprocess
 import tempfile
 import time
 
+import pytest
+
 SOURCE_DIR = os.environ.get(
     "M0_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD_DIR = os.environ.get("M0_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
@@ -70,7 +72,7 @@ class Server:
         return cmd + self.args
 
     def start(self):
-        self._log = open(self.log_path, "wb")
+        self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT,
                                      env=self.env, cwd=self.cwd, start_new_session=True)
         listening = self.wait_for_log(LISTENING, timeout=self.ready_timeout, what="m0 to listen")
@@ -148,6 +150,20 @@ class Server:
             self.kill()
             raise
 
+    def finish(self):
+        """Ends m0 after a test: SIGTERM (which also stops at once a drain the
+        test began), SIGKILL to the process group only if it does not exit.
+        A sanitizer reports at exit, so m0 is not killed straight away.
+        Returns the sanitizer report found in its log, or None."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=scaled(10))
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+        return sanitizer_report(self.output())
+
     def kill(self):
         if self.proc is not None and self.proc.poll() is None:
             try:
@@ -168,6 +184,26 @@ class Server:
         sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode("latin-1"))
         self.wait_until_read(sock)
         return sock
+
+
+# The first line of a report by AddressSanitizer, LeakSanitizer,
+# ThreadSanitizer or UndefinedBehaviorSanitizer.
+SANITIZER_REPORT = re.compile(r"^.*(?:ERROR: \w+Sanitizer|WARNING: ThreadSanitizer|: runtime error: ).*$",
+                              re.MULTILINE)
+
+
+def sanitizer_report(log):
+    """The sanitizer report in `log` (from its first line on), or None."""
+    found = SANITIZER_REPORT.search(log)
+    return log[found.start():] if found else None
+
+
+def finish_servers(servers):
+    """Stops every server; fails the current test if any logged a sanitizer
+    report (fixtures call it at teardown)."""
+    reports = [report for report in (server.finish() for server in servers) if report]
+    if reports:
+        pytest.fail("m0 logged a sanitizer report:\n" + "\n".join(reports), pytrace=False)
 
 
 TCP_ESTABLISHED = "01"  # the state column of /proc/net/tcp

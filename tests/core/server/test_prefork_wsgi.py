@@ -78,7 +78,7 @@ def test_a_crash_loop_makes_the_supervisor_give_up():
     output = server.output()
     assert "exited with code 3" in output
     assert "keep dying at start: 5 times in a row" in output and "giving up" in output
-    server.kill()
+    m0test.finish_servers([server])
 
 
 def test_a_thread_started_before_the_fork_is_refused():
@@ -86,4 +86,4 @@ def test_a_thread_started_before_the_fork_is_refused():
     with pytest.raises(RuntimeError, match="exited with 1"):
         server.start()
     assert "thread(s) already run in this process" in server.output()
-    server.kill()
+    m0test.finish_servers([server])
