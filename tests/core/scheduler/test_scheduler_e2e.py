@@ -62,6 +62,18 @@ def test_second_signal_stops_at_once_and_reports_force_closed(m0_server):
     assert "force-closed 1" in server.output()
 
 
+def test_sigint_drains_for_at_most_5_seconds(m0_server):
+    # README: SIGINT drains like SIGTERM but with a short timeout (5 s, here
+    # shorter than drain_timeout: 20s).
+    server = m0_server(CONFIG)
+    with server.open_request("/forever") as s:
+        server.send_signal(signal.SIGINT)
+        server.wait_for_log("received SIGINT, draining (timeout 5000 ms)")
+        assert server.wait(timeout=15) == 0
+        assert m0test.recv_until_closed(s) == b""  # cut at the deadline, not answered
+    assert "force-closed 1" in server.output()
+
+
 def test_new_connections_after_stop_are_refused(m0_server):
     server = m0_server(CONFIG)
     port = server.port

@@ -124,6 +124,26 @@ def test_a_second_sigterm_stops_at_once(m0_server):
     assert "second signal: stopping now" in server.output()
 
 
+def test_sigquit_to_the_supervisor_stops_at_once(m0_server):
+    server = m0_server(WITH_SLOW_ROUTE.replace("1500ms", "20s"), "--set", "server.workers=2")
+    with server.open_request("/slow") as s:
+        server.send_signal(signal.SIGQUIT)
+        # Well inside the 20 s the request would take.
+        assert server.wait(timeout=10) == 0
+        assert m0test.recv_until_closed(s) == b""  # cut, not answered
+    assert "supervisor: received SIGQUIT, stopping 2 worker process(es) at once" in server.output()
+
+
+def test_a_worker_process_drains_when_its_supervisor_dies(m0_server):
+    server = m0_server(WITH_SLOW_ROUTE, "--set", "server.workers=2")
+    pids = wait_for_children(server.proc.pid, 2)
+    with server.open_request("/slow") as s:
+        os.kill(server.proc.pid, signal.SIGKILL)
+        response = m0test.ResponseReader(s, timeout=15).read()
+    assert response.status == 200 and response.body == b"late"
+    wait_until(lambda: not [pid for pid in pids if alive(pid)], what="the orphaned worker processes to exit")
+
+
 def test_worker_processes_stop_when_the_supervisor_is_killed(m0_server):
     server = m0_server(HELLO, "--set", "server.workers=2")
     pids = wait_for_children(server.proc.pid, 2)

@@ -93,3 +93,21 @@ def test_many_failures_do_not_hurt_the_server(wsgi_server):
             s.sendall(f"GET {path} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
             assert reader.read().status == 500
     assert m0test.request(server.port, path="/ok").status == 200
+
+
+def test_fields_the_engine_owns_are_dropped(wsgi_server):
+    # frontend-wsgi README: Transfer-Encoding, Connection, Keep-Alive, Date and
+    # Server from the app are dropped.
+    server = wsgi_server(app="wsgi_apps:bad_app")
+    with server.connect() as s:
+        reader = m0test.ResponseReader(s)
+        s.sendall(b"GET /engine-headers HTTP/1.1\r\nHost: h\r\n\r\n")
+        r = reader.read()
+        assert (r.status, r.body, r.header("X-Kept")) == (200, b"engine headers", "yes")
+        assert r.header("Keep-Alive") is None and r.header("Transfer-Encoding") is None
+        assert r.header("Server") != "from-the-app"
+        assert "1970" not in " ".join(v for k, v in r.headers if k.lower() == "date")
+        # The app's "Connection: close" is not the engine's: the connection stays.
+        assert (r.header("Connection") or "").lower() != "close"
+        s.sendall(b"GET /ok HTTP/1.1\r\nHost: h\r\n\r\n")
+        assert reader.read().body == b"still serving"
