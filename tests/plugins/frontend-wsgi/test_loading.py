@@ -5,7 +5,7 @@ import os
 import pytest
 
 import m0test
-from conftest import APPS, TEST_VENV, wsgi_config
+from conftest import APPS, POOL_PLUGIN, TEST_VENV, wsgi_config
 
 
 def check(config_text, tmp_path, *args):
@@ -119,3 +119,27 @@ def test_app_shortcut_needs_no_config_file(m0_server):
     # Served (on a port of m0's choosing instead of 8000, which may be taken).
     server = m0_server(None, "--app", "wsgi_apps:hello", cwd=APPS)
     assert m0test.request(server.port, path="/").body == b"Hello, World!"
+
+
+@pytest.mark.parametrize("args,env", [
+    (("--set", "executor.pool.reactor_spin=50us"), {}),
+    ((), {"M0_POOL_RING": "0"}),  # the pool's off switch: ring `none`
+], ids=["reactor_spin", "M0_POOL_RING=0"])
+def test_pool_variants_serve(m0_server, args, env):
+    # Not only parsed: requests on one connection, plain and streamed, and
+    # several connections at once, through the pool's other hand-offs.
+    assert os.path.exists(POOL_PLUGIN)
+    server = m0_server(wsgi_config("wsgi_apps:validated", "pool"), *args, threads=2, env=env)
+    with server.connect() as s:
+        reader = m0test.ResponseReader(s)
+        for path in ("/hello", "/stream?n=5", "/hello"):
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
+            r = reader.read()
+            assert r.status == 200, (r.body, server.output())
+        assert r.body == b"Hello, World!"
+    connections = [server.connect() for _ in range(8)]
+    for s in connections:
+        s.sendall(b"GET /stream?n=3 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+    for s in connections:
+        with s:
+            assert m0test.ResponseReader(s).read().body == b"chunk0;chunk1;chunk2;"
