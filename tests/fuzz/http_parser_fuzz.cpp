@@ -14,7 +14,8 @@
 //     answer depends on the path (inline, deferred, streamed, aborted,
 //     dropped, bodiless...). The io_context is polled, never run with
 //     waits, so every input finishes at once and no timer fires.
-// Crashes, leaks and sanitizer reports fail the run.
+// Crashes, leaks, sanitizer reports and an answer that does not parse as
+// HTTP/1.1 responses (response_oracle) fail the run.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
