@@ -50,16 +50,37 @@ def test_idle_keepalive_connections_do_not_delay_shutdown(m0_server):
 
 def test_second_signal_stops_at_once_and_reports_force_closed(m0_server):
     server = m0_server(CONFIG)
-    with server.open_request("/forever"):
+    idle = server.connect()
+    idle.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert m0test.ResponseReader(idle).read().status == 200
+    with idle, server.open_request("/forever"):
         server.send_signal(signal.SIGTERM)
-        # Signals of one kind that are pending together are delivered once:
-        # the second is sent after m0 has taken the first.
-        server.wait_for_log("received SIGTERM, draining")
+        # The second signal is sent once the drain is under way, which shows
+        # as the idle keep-alive connection being closed (sooner, it may hang
+        # m0: see the next test).
+        assert m0test.recv_until_closed(idle) == b""
         assert server.proc.poll() is None, "a request in flight must hold the drain"
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=15) == 0
     assert "second signal: stopping now" in server.output()
     assert "force-closed 1" in server.output()
+
+
+@pytest.mark.xfail(strict=True, reason="product bug: a second signal that arrives as the drain starts can leave m0 "
+                                       "hung for good after 'second signal: stopping now', past drain_timeout "
+                                       "(about 1 run in 7 here); scheduler::drain/shutdown in core/src/scheduler")
+def test_a_second_signal_as_the_drain_starts_stops_at_once(m0_server):
+    # The race needs the second signal inside a short window: up to 40 tries,
+    # each with a request in flight that would take 60 s.
+    for _ in range(40):
+        server = m0_server(CONFIG.replace("drain_timeout: 20s", "drain_timeout: 3s"))
+        with server.open_request("/forever"):
+            server.send_signal(signal.SIGTERM)
+            # Two SIGTERMs pending together would be delivered as one.
+            server.wait_for_log("received SIGTERM, draining")
+            server.send_signal(signal.SIGTERM)
+            # Well past the 3 s drain_timeout, which bounds even a drain.
+            assert server.wait(timeout=8) == 0, server.output()
 
 
 def test_sigint_drains_for_at_most_5_seconds(m0_server):
