@@ -340,10 +340,12 @@ class ResponseReader:
         elif cl is not None:
             resp.body = self._read_exact(int(cl))
         else:
+            # Close-delimited: only the close ends the body; a connection
+            # that stays open raises socket.timeout (the body has no end).
             try:
                 while True:
                     self._fill()
-            except (EOFError, socket.timeout):
+            except (EOFError, ConnectionResetError):
                 pass
             resp.body, self.buf = self.buf, b""
         return resp
