@@ -346,9 +346,19 @@ void scheduler::run_worker(worker& w) {
     notify();
 }
 
+// The phase only ever rises: a hard stop raised by shutdown() from another
+// thread must not be lowered back to a drain by a drain() starting late.
+void scheduler::raise_phase(int to) {
+    int current = state_->phase.load(std::memory_order_acquire);
+    while (current < to && !state_->phase.compare_exchange_weak(current, to, std::memory_order_acq_rel)) {
+    }
+}
+
 std::vector<worker_report> scheduler::drain(std::chrono::milliseconds timeout) {
+    // One drain at a time: a second caller (a hard stop racing the drain it
+    // interrupts) waits for the first and gets its reports.
+    std::lock_guard drain_lock(drain_mutex_);
     if (finished_ || !started_) return reports_;
-    drain_running_.store(true, std::memory_order_release);
     auto& state = *state_;
     auto wake_all = [&] {
         for (auto& w : workers_)
@@ -364,13 +374,13 @@ std::vector<worker_report> scheduler::drain(std::chrono::milliseconds timeout) {
     };
 
     bool all_done = false;
-    if (timeout > std::chrono::milliseconds::zero()) {
-        state.phase.store(draining, std::memory_order_release);
+    if (timeout > std::chrono::milliseconds::zero() && !state.stop.load(std::memory_order_acquire)) {
+        raise_phase(draining);
         wake_all();
         all_done = wait_all_until(std::chrono::steady_clock::now() + timeout);
     }
     if (!all_done) {
-        state.phase.store(force_closing, std::memory_order_release);
+        raise_phase(force_closing);
         wake_all();
         all_done = wait_all_until(std::chrono::steady_clock::now() + exit_grace);
         state.stop.store(true, std::memory_order_release);
@@ -397,22 +407,22 @@ std::vector<worker_report> scheduler::drain(std::chrono::milliseconds timeout) {
         r.error = w->detached ? std::string() : w->error;
         reports_.push_back(std::move(r));
     }
-    drain_running_.store(false, std::memory_order_release);
     return reports_;
 }
 
 void scheduler::shutdown() {
-    if (drain_running_.load(std::memory_order_acquire)) {
-        // drain() is waiting on another thread: turn it into a hard stop.
-        state_->phase.store(force_closing, std::memory_order_release);
-        state_->stop.store(true, std::memory_order_release);
+    // Raise the hard stop first, whatever else runs: a drain under way on
+    // another thread (or about to start there) then ends at once. The phase
+    // rises before the stop flag, so workers force-close before they leave.
+    raise_phase(force_closing);
+    state_->stop.store(true, std::memory_order_release);
+    {
         std::lock_guard lock(state_->io_mutex);
         if (state_->ios_alive)
             for (auto& w : workers_)
                 if (w->io && !w->detached) boost::asio::post(*w->io, [] {});
-        return;
     }
-    if (finished_ || !started_) return;
+    // Then join (or wait for the drain that does).
     drain(std::chrono::milliseconds::zero());
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -96,7 +97,8 @@ private:
     std::vector<std::unique_ptr<worker>> workers_;
     std::vector<int> shared_fds_;
     std::vector<boost::asio::ip::tcp::endpoint> bound_;
-    std::atomic<bool> drain_running_{false};
+    void raise_phase(int to);
+    std::mutex drain_mutex_;  // held for the whole of drain()
     bool started_ = false;
     bool finished_ = false;
     std::vector<worker_report> reports_;
