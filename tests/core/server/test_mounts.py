@@ -31,21 +31,26 @@ needs_python = pytest.mark.skipif(not (os.path.exists(WSGI_PLUGIN) and os.path.e
 
 class Running:
     """An m0 started on 127.0.0.1:0; the port is read from its "listening on"
-    line, and its output is collected until it exits."""
+    line, and its output is collected until it exits. With worker processes
+    the supervisor and each process print one: `listening_lines` waits for
+    all of them."""
 
-    def __init__(self, config_path, *args):
+    def __init__(self, config_path, *args, listening_lines=1):
         cmd = [m0test.M0_BINARY, "--config", config_path, "--listen", "127.0.0.1:0", "--threads", "2", *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                      env=dict(os.environ, **VENV), cwd=m0test.SOURCE_DIR, start_new_session=True)
         self.lines = []
         self.port = None
+        seen = 0
         for line in self.proc.stdout:
             self.lines.append(line)
             found = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
             if found:
                 self.port = int(found.group(1))
-                break
-        if self.port is None:
+                seen += 1
+                if seen == listening_lines:
+                    break
+        if seen < listening_lines:
             self.proc.wait()
             raise RuntimeError(f"m0 exited with {self.proc.returncode} before listening:\n{self.output()}")
         # Keep the pipe drained so m0 never blocks on its log.
@@ -84,8 +89,8 @@ class Running:
 def start_m0():
     started = []
 
-    def start(config_path, *args):
-        server = Running(config_path, *args)
+    def start(config_path, *args, **kwargs):
+        server = Running(config_path, *args, **kwargs)
         started.append(server)
         return server
 
@@ -169,6 +174,17 @@ def test_hybrid_paths_under_no_mount_get_404(hybrid, path):
 
 def test_hybrid_start_up_line_names_the_mounts(hybrid):
     assert "mounts /static=http /health=http /flask=wsgi" in hybrid.output()
+
+
+@needs_python
+def test_hybrid_under_two_worker_processes(start_m0):
+    # Each serving process builds its own executors for the mounts.
+    server = start_m0(os.path.join(CONFIGS, "hybrid.yaml"), "--set", "server.workers=2", listening_lines=3)
+    for _ in range(4):  # fresh connections, spread over both processes
+        assert server.get("/health")[::2] == (200, b"ok")
+        status, _, body = server.get("/flask/")
+        assert status == 200 and b'href="/flask/form"' in body
+    assert server.stop() == 0, server.output()
 
 
 def route(path, body):
