@@ -50,16 +50,17 @@ struct server_config {
     std::vector<mount_config> mounts;       // mounts: empty = the single `frontend:` at "/"
     http_limits http;                       // http.* — every field of m0/http_limits.hpp, same names, durations/sizes via duration()/byte_size()
     std::string log_level = "info";         // log.level: debug|info|warning|error
-    // Top-level sections the core does not own, in file order: each names a
-    // module plugin (m0-module-<name>.so) that validates it.
+    // Top-level sections the core does not own, in file order: each is a
+    // module plugin's (m0-module-<name>.so), or one that other plugins read
+    // (`python`); the deployment refuses it if nothing reads it.
     std::vector<std::string> module_sections;
 };
 
-// Top-level sections the core knows of. `python` is read by the plugins that
-// embed CPython; a section nothing reads is refused after every plugin was
-// built (config_document::unread_sections).
-inline const std::vector<std::string> core_sections = {"server", "plugins", "frontend", "executor", "executors",
-                                                       "mounts", "http",    "python",   "log"};
+// Top-level sections the core reads. Any other belongs to a plugin; a section
+// nothing reads is refused after every plugin was built
+// (config_document::unread_sections).
+inline const std::vector<std::string> core_sections = {"server",    "plugins", "frontend", "executor",
+                                                       "executors", "mounts",  "http",     "log"};
 
 // Validates the core's own sections; other top-level keys are module sections.
 // `frontend` and `executor` hold plugin keys too: only `type` is read here

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <ctime>
@@ -187,9 +188,11 @@ std::string describe_frontends(const deployment& d) {
     return out;
 }
 
-// A top-level section the core does not own names a module plugin; one that
-// no plugin provides is a config error at that key (a typo of a core section,
-// most likely).
+// A top-level section the core does not own is a module plugin's when one of
+// that name is found: the module is built. Otherwise it is left to the other
+// plugins (`python` is read by those that embed CPython) and refused once
+// every plugin was built if none read it (null here). A likely typo of a core
+// section is refused at once.
 std::unique_ptr<module> make_module(deployment& d, const std::string& name, const config_node& root) {
     const config_node section = root.child(name);
     const loaded_plugin* plugin = nullptr;
@@ -198,17 +201,26 @@ std::unique_ptr<module> make_module(deployment& d, const std::string& name, cons
     } catch (const plugin_error& e) {
         const std::string why = e.what();
         if (why.rfind("no module plugin", 0) != 0 && why.rfind("invalid module plugin name", 0) != 0) throw;
-        std::string msg = "unknown section '" + name + "'";
         if (auto near = nearest_key(name, core_sections))
-            msg += " (did you mean '" + *near + "'?)";
-        else
-            msg += ": neither a core section nor a module plugin (m0-module-" + name + ".so) found in the plugin path";
-        section.fail("", msg);
+            section.fail("", "unknown section '" + name + "' (did you mean '" + *near + "'?)");
+        return nullptr;
     }
     plugin_context ctx = context_for(d, section, root);
     auto m = plugin->descriptor->make_module(ctx);
     if (!m) throw std::runtime_error("module plugin '" + name + "' returned no module");
     return m;
+}
+
+// After every plugin validated its section: what no getter read is read by
+// nothing, a section a plugin of another deployment would read, or a typo.
+void refuse_unread_sections(const deployment& d, const config_node& root) {
+    for (const auto& name : d.doc.unread_sections()) {
+        std::string msg = "section '" + name + "' is read by nothing in this deployment";
+        if (std::find(core_sections.begin(), core_sections.end(), name) == core_sections.end())
+            msg += ": not a core section, no module plugin (m0-module-" + name +
+                   ".so) in the plugin path, and no plugin of this deployment reads it";
+        root.child(name).fail("", msg);
+    }
 }
 
 deployment build_deployment(const run_options& options) {
@@ -219,15 +231,12 @@ deployment build_deployment(const run_options& options) {
     d.loader = std::make_unique<plugin_loader>(search_dirs_for(d.cfg));
 
     // Modules first: they provide services the frontends may look up.
-    for (const auto& name : d.cfg.module_sections) d.modules.push_back(make_module(d, name, root));
+    for (const auto& name : d.cfg.module_sections)
+        if (auto m = make_module(d, name, root)) d.modules.push_back(std::move(m));
     build_frontends(d, root);
     make_executors(d);
 
-    for (const auto& name : d.doc.unread_sections()) {
-        std::string msg = "section '" + name + "' is read by nothing in this deployment";
-        if (name == "python") msg += " (no frontend of this deployment runs Python)";
-        root.child(name).fail("", msg);
-    }
+    refuse_unread_sections(d, root);
     std::vector<module*> modules;
     for (auto& m : d.modules) modules.push_back(m.get());
     std::vector<mount_part> mounts;
