@@ -215,11 +215,10 @@ std::unique_ptr<module> make_module(deployment& d, const std::string& name, cons
 // nothing, a section a plugin of another deployment would read, or a typo.
 void refuse_unread_sections(const deployment& d, const config_node& root) {
     for (const auto& name : d.doc.unread_sections()) {
-        std::string msg = "section '" + name + "' is read by nothing in this deployment";
-        if (std::find(core_sections.begin(), core_sections.end(), name) == core_sections.end())
-            msg += ": not a core section, no module plugin (m0-module-" + name +
-                   ".so) in the plugin path, and no plugin of this deployment reads it";
-        root.child(name).fail("", msg);
+        if (std::find(core_sections.begin(), core_sections.end(), name) != core_sections.end())
+            root.child(name).fail("", "section '" + name + "' is read by nothing in this deployment");
+        root.child(name).fail("", "unknown section '" + name + "': neither a core section nor a module plugin (m0-module-" +
+                                      name + ".so) found in the plugin path, and no plugin of this deployment reads it");
     }
 }
 

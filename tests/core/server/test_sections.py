@@ -26,15 +26,15 @@ def check(tmp_path):
 def test_a_section_no_plugin_reads_is_refused_at_its_key(check):
     code, err = check("frontend: {type: http}\nrealtime: {}\n")
     assert code == 2
-    assert err.endswith("m0.yaml:2:1: realtime: section 'realtime' is read by nothing in this deployment: not a "
-                        "core section, no module plugin (m0-module-realtime.so) in the plugin path, and no plugin "
-                        "of this deployment reads it"), err
+    assert err.endswith("m0.yaml:2:1: realtime: unknown section 'realtime': neither a core section nor a module "
+                        "plugin (m0-module-realtime.so) found in the plugin path, and no plugin of this deployment "
+                        "reads it"), err
 
 
 def test_python_is_refused_when_no_plugin_runs_python(check):
     code, err = check("frontend: {type: http}\npython: {path: [src]}\n")
     assert code == 2
-    assert "m0.yaml:2:1: python: section 'python' is read by nothing in this deployment" in err
+    assert "m0.yaml:2:1: python: unknown section 'python': neither a core section nor a module plugin" in err
 
 
 @pytest.mark.skipif(not os.path.exists(WSGI_PLUGIN), reason="the frontend-wsgi plugin is not built")
