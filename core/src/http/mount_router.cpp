@@ -45,4 +45,9 @@ void mount_router::on_request(exchange_ptr ex) {
     m.target->on_request(std::move(ex));
 }
 
+bool mount_router::stream_body(const request& req) {
+    const auto found = find(req.path);
+    return found && mounts_[*found]->target->stream_body(req);
+}
+
 }  // namespace m0::http

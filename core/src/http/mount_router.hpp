@@ -38,6 +38,9 @@ public:
     // No mount: 404. Otherwise request::script_name is set to the mount's
     // prefix and the mount's handler takes the request.
     void on_request(exchange_ptr ex) override;
+    // The mount's handler decides whether its request body streams (no
+    // mount: whole, answered 404 anyway).
+    bool stream_body(const request& req) override;
 
 private:
     struct mount final : mount_binding {
