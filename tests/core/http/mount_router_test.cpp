@@ -74,4 +74,27 @@ BOOST_AUTO_TEST_CASE(a_mount_binds_one_handler_per_worker) {
     BOOST_CHECK_THROW(router.binding(0).bind(h), std::logic_error);
 }
 
+BOOST_AUTO_TEST_CASE(the_matched_mount_decides_whether_a_body_streams) {
+    struct streaming_handler final : m0::http::handler {
+        void on_request(m0::http::exchange_ptr) override {}
+        bool stream_body(const m0::http::request&) override { return true; }
+    } streams;
+    struct whole_handler final : m0::http::handler {
+        void on_request(m0::http::exchange_ptr) override {}
+    } whole;
+    mount_router router({"/upload", ""});
+    router.binding(0).bind(streams);
+    router.binding(1).bind(whole);
+    m0::http::request req;
+    req.path = "/upload/big";
+    BOOST_TEST(router.stream_body(req));
+    req.path = "/uploads";
+    BOOST_TEST(!router.stream_body(req));
+
+    mount_router without_root({"/upload"});
+    without_root.binding(0).bind(streams);
+    req.path = "/elsewhere";
+    BOOST_TEST(!without_root.stream_body(req));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
