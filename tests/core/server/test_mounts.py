@@ -247,6 +247,11 @@ def test_wsgi_under_a_mount_gets_script_name_and_path_info(start_m0, yaml_file):
     # A mount's own url_prefix continues the mount's prefix.
     assert environ("/py/deep/inner/x") == ("/py/deep/inner", "/x")
     assert server.get("/py/deep/other")[0] == 404
+    # A body over the WSGI input buffer (its handler streams it) reaches the mounted app.
+    big = b"x" * (4 << 20)
+    status, _, body = server.request("POST", "/py/upload", body=big)
+    assert status == 200, body
+    assert json.loads(body)["received"] == len(big)
     assert server.stop() == 0
     # Two pool-run mounts share the named executor; the root mount got its own.
     assert "executors app=pool /=pool" in server.output()
