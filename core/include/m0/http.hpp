@@ -38,6 +38,12 @@ struct request {
     std::string_view target;        // as sent: "/a%20b?x=1"
     std::string_view path;          // target up to '?', not decoded
     std::string_view query;         // after '?', without it; empty if none
+    // The prefix of the mount that routed this request ("/api"; "" for a
+    // mount at "/" and in a deployment without `mounts:`). `path` starts
+    // with it; an application sees it as SCRIPT_NAME (ASGI root_path) and
+    // the rest of `path` as its own path. Set by the core before the
+    // handler runs.
+    std::string_view script_name;
     unsigned version = 11;          // 10 or 11
     std::vector<header_field> headers;  // arrival order, duplicates kept
     std::string body;               // whole body, de-chunked; empty when streamed
@@ -208,7 +214,8 @@ public:
 
 // Starts serving HTTP/1.1 on every listener of `ctx` with ctx.limits, and adds
 // its drain and force-close hooks to ctx. Returns at once; the work runs on
-// ctx.io. `h` must outlive the worker loop.
+// ctx.io. `h` must outlive the worker loop. When ctx.mount is set (one mount
+// of several) it only registers `h` with the core's mount router.
 M0_API void serve(worker_context& ctx, handler& h);
 
 // Standard reason phrase ("Not Found"), or "Unknown".

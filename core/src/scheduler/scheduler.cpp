@@ -22,6 +22,7 @@
 #include <m0/log.hpp>
 #include <m0/reactor_pass.hpp>
 
+#include "scheduler/combined_lane.hpp"
 #include "scheduler/listen_socket.hpp"
 #include "scheduler/worker_listeners.hpp"
 
@@ -157,7 +158,12 @@ struct scheduler::worker {
 };
 
 scheduler::scheduler(frontend& fe, executor& ex, scheduler_options options)
-    : frontend_(fe), executor_(ex), options_(std::move(options)), state_(std::make_shared<shared_state>()) {
+    : scheduler(fe, std::vector<executor*>{&ex}, std::move(options)) {}
+
+scheduler::scheduler(frontend& fe, std::vector<executor*> executors, scheduler_options options)
+    : frontend_(fe), executors_(std::move(executors)), options_(std::move(options)),
+      state_(std::make_shared<shared_state>()) {
+    if (executors_.empty()) throw std::invalid_argument("no executor given");
     if (options_.workers < 1 || options_.workers > max_workers) {
         throw std::invalid_argument("server.threads must be between 1 and " + std::to_string(max_workers) +
                                     ", got " + std::to_string(options_.workers));
@@ -201,7 +207,15 @@ void scheduler::start() {
             w->waker = std::make_shared<eventfd_waker>();
             w->watch = std::make_unique<wake_watch>(*w->io, *w->waker);
             w->reactor = std::make_shared<worker_reactor_handle>(*w->io, i);
-            w->lane = executor_.make_lane(w->waker);
+            // The loop serves one lane: the executor's, or all of them combined.
+            std::vector<std::unique_ptr<executor_lane>> lanes;
+            for (auto* ex : executors_) lanes.push_back(ex->make_lane(w->waker));
+            for (auto& l : lanes) w->ctx.executor_lanes.push_back(l.get());
+            w->ctx.lane = lanes.front().get();
+            if (lanes.size() == 1)
+                w->lane = std::move(lanes.front());
+            else
+                w->lane = std::make_unique<combined_lane>(std::move(lanes));
             for (std::size_t a = 0; a < addresses.size(); ++a) {
                 if (strategy == listener_strategy::reuseport) {
                     // Bound serially; a port 0 is resolved by the first worker
@@ -219,7 +233,6 @@ void scheduler::start() {
             ctx.io = w->io;
             for (auto& l : w->listeners) ctx.listeners.push_back(l.get());
             ctx.stop_flag = &state_->stop;
-            ctx.lane = w->lane.get();
             ctx.stats = &w->stats;
             ctx.limits = &options_.limits;
             ctx.reactor = w->reactor;

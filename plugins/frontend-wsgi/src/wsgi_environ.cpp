@@ -65,10 +65,11 @@ struct environ_builder::impl {
         k_protocol{intern("SERVER_PROTOCOL")}, k_server_name{intern("SERVER_NAME")},
         k_server_port{intern("SERVER_PORT")}, k_remote_addr{intern("REMOTE_ADDR")},
         k_remote_port{intern("REMOTE_PORT")}, k_content_length{intern("CONTENT_LENGTH")},
-        k_input{intern("wsgi.input")}, k_uri{intern("RAW_URI")};
+        k_input{intern("wsgi.input")}, k_uri{intern("RAW_URI")},
+        k_script{intern("SCRIPT_NAME")};
     py_ref http10{intern("HTTP/1.0")}, http11{intern("HTTP/1.1")}, empty{intern("")};
     py_ref template_dict;
-    reused_str method, path, query, server_name, server_port, remote_addr, remote_port, content_length, uri;
+    reused_str method, path, script, query, server_name, server_port, remote_addr, remote_port, content_length, uri;
     // Raw header name as sent → its environ key; bounded so that a client
     // inventing names cannot grow it without end.
     std::unordered_map<std::string, header_key, sv_hash, std::equal_to<>> headers;
@@ -158,6 +159,8 @@ PyObject* environ_builder::build(const http::request& req, const request_facts& 
         !put(m.k_remote_port.get(), m.remote_port.get(port_str(f.remote_port))) ||
         !put(m.k_input.get(), Py_NewRef(input)))
         return nullptr;
+    // The template holds url_prefix; a mount's prefix comes with the request.
+    if (!f.script_name.empty() && !put(m.k_script.get(), m.script.get(f.script_name))) return nullptr;
 
     const std::size_t whole_size = f.pulled_body ? f.pulled_body->size() : req.body.size();
     bool has_length = !f.body_streamed && whole_size != 0;

@@ -20,7 +20,8 @@ namespace m0::wsgi {
 // What the reactor prepared for the environ, so the GIL holder does no
 // string formatting it can avoid.
 struct request_facts {
-    std::string path_info;    // percent-decoded, after url_prefix
+    std::string path_info;    // percent-decoded, after the mount prefix and url_prefix
+    std::string script_name;  // under a mount: its prefix + url_prefix; empty: url_prefix alone
     std::string remote_addr;
     std::string server_name;
     std::uint16_t remote_port = 0;

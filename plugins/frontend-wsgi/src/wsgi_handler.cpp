@@ -1,4 +1,5 @@
-// Reactor-side dispatch: static files, url_prefix, PATH_INFO decoding.
+// Reactor-side dispatch: static files, mount prefix and url_prefix,
+// PATH_INFO decoding.
 #include "wsgi_handler.hpp"
 
 #include <charconv>
@@ -29,7 +30,9 @@ bool wsgi_handler::stream_body(const http::request& req) {
 void wsgi_handler::on_request(http::exchange_ptr ex) {
     if (statics_.serve(ex)) return;
     const http::request& req = ex->req();
-    std::string_view path = req.path;
+    // Under a mount the application's root is the mount's prefix, then
+    // url_prefix below it.
+    std::string_view path = req.path.substr(req.script_name.size());
     const std::string& prefix = app_.config.url_prefix;
     if (!prefix.empty()) {
         bool under = path.substr(0, prefix.size()) == prefix &&
@@ -41,6 +44,7 @@ void wsgi_handler::on_request(http::exchange_ptr ex) {
         path.remove_prefix(prefix.size());
     }
     request_facts facts;
+    if (!req.script_name.empty()) facts.script_name = std::string(req.script_name) + prefix;
     // PEP 3333: PATH_INFO is the decoded path, each byte one latin-1 char.
     auto decoded = http::percent_decode(path);
     if (!decoded) {
