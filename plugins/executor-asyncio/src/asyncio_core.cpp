@@ -190,8 +190,13 @@ void asyncio_core::drain(loop_state& loop) noexcept {
                 j->run(*new deferred_port(*lane, j));
                 return;
             }
+            // A plain job is a blocking call (a WSGI app run on the loop as
+            // an experiment): it takes the GIL itself, as on the pool.
             lane_port port(*lane);
-            j->run(port);
+            {
+                python::gil_release nogil;
+                j->run(port);
+            }
             push_completion(*lane, {j, entry::job_entry});
         });
     }

@@ -252,7 +252,6 @@ BOOST_AUTO_TEST_CASE(stop_with_a_stuck_loop_returns_after_the_grace) {
     reactor.lane->submit(make_job(
         [&entered, release](m0::completion_port&) {
             entered.set_value();
-            m0::python::gil_release nogil;
             while (!release->load()) std::this_thread::sleep_for(1ms);  // a coroutine blocking its loop
         },
         [](bool) {}));
