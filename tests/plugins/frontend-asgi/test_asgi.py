@@ -268,3 +268,27 @@ def test_many_streaming_clients_that_vanish(m0_server):
         assert s.recv(1024).startswith(b"HTTP/1.1 200")
     assert server.stop() == 0
     assert "still busy" not in server.output()
+
+
+@pytest.mark.parametrize("app,interface", [
+    ("asgi_apps:lifespan_app", "asgi"),  # an object whose __call__ is a coroutine function
+    ("asgi_apps:echo", "asgi"),          # a coroutine function
+    ("asgi_apps:wsgi_app", "wsgi"),
+])
+def test_app_shortcut_detects_the_interface(m0_server, app, interface):
+    server = m0_server(None, "--app", app, cwd=APPS)
+    assert m0test.request(server.port, "GET", "/").status == 200
+    assert f"serving it as {interface} (--interface auto)" in server.output()
+    assert f"frontend {interface}" in server.output()
+
+
+def test_app_shortcut_with_an_explicit_interface(m0_server):
+    server = m0_server(None, "--app", "asgi_apps:echo", "--interface", "asgi", cwd=APPS)
+    assert m0test.request(server.port, "POST", "/", body=b"hi").body == b"hi"
+    assert "--interface auto" not in server.output()
+
+
+def test_app_shortcut_rejects_an_unknown_interface():
+    p = m0test.run_m0("--app", "asgi_apps:echo", "--interface", "rsgi", cwd=APPS)
+    assert p.returncode == 2
+    assert "--interface must be auto, wsgi or asgi" in p.stderr

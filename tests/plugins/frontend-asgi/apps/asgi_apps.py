@@ -115,3 +115,9 @@ class Lifespan:
 
 lifespan_app = Lifespan()
 lifespan_failing = Lifespan(fail=True)
+
+
+def wsgi_app(environ, start_response):
+    """A WSGI callable, for --interface auto."""
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"wsgi here"]
