@@ -1,6 +1,6 @@
-// The asyncio executor: the seam's contract (jobs finishing later, the
-// reactor → job path, reactors leaving at once, bounded stop) and a job that
-// is a real coroutine on the loop.
+// The asyncio executor beyond the seam's shared contract (which
+// tests/core/executor runs against it too): ring spills, lane stats, loops
+// per lane, real coroutine jobs, stop with running Tasks and a stuck loop.
 #define BOOST_TEST_MODULE executor_asyncio
 #include <boost/test/unit_test.hpp>
 
@@ -74,32 +74,7 @@ BOOST_AUTO_TEST_CASE(plain_jobs_run_on_the_loop_thread_and_complete_on_the_react
     ex->stop();
 }
 
-BOOST_AUTO_TEST_CASE(a_job_finishing_later_completes_after_its_posts) {
-    auto ex = make();
-    test_reactor reactor(*ex);
-    ex->start();
-    std::vector<std::string> seen;
-    std::promise<m0::completion_port*> handed;
-    reactor.lane->submit(make_deferred_job([&](m0::completion_port& port) { handed.set_value(&port); },
-                                           [&](bool cancelled) { seen.push_back(cancelled ? "cancelled" : "complete"); }));
-    auto port_future = handed.get_future();
-    // run() runs on the loop thread whatever the reactor does.
-    BOOST_REQUIRE(port_future.wait_for(10s) == std::future_status::ready);
-    m0::completion_port* port = port_future.get();
-    for (int pass = 0; pass < 20; ++pass) m0::run_reactor_pass(reactor.io, *reactor.lane, m0::test::clock_type::now());
-    BOOST_TEST(reactor.lane->jobs_in_flight() == 1u);
-    std::thread finisher([&] {
-        for (int i = 0; i < 3; ++i) port->post_fn([&, i] { seen.push_back("post " + std::to_string(i)); });
-        port->finish();
-    });
-    BOOST_REQUIRE(reactor.drain(10s));
-    finisher.join();
-    BOOST_TEST(seen == (std::vector<std::string>{"post 0", "post 1", "post 2", "complete"}),
-               boost::test_tools::per_element());
-    ex->stop();
-}
-
-BOOST_AUTO_TEST_CASE(the_reactor_reaches_a_running_job_in_order) {
+BOOST_AUTO_TEST_CASE(job_tasks_beyond_the_ring_spill_and_keep_their_order) {
     auto ex = make();
     test_reactor reactor(*ex);
     ex->start();
@@ -217,28 +192,6 @@ BOOST_AUTO_TEST_CASE(jobs_after_stop_are_cancelled) {
         reactor.lane->submit(make_job([](m0::completion_port&) {}, [&](bool c) { cancelled += c ? 1 : 0; }));
     BOOST_REQUIRE(reactor.drain(10s));
     BOOST_TEST(cancelled == 10);
-}
-
-// A reactor may free its lane the moment its last job completed.
-BOOST_AUTO_TEST_CASE(a_reactor_may_leave_the_moment_its_last_job_completes) {
-    auto ex = make();
-    ex->start();
-    for (int round = 0; round < 200; ++round) {
-        auto reactor = std::make_unique<test_reactor>(*ex);
-        int completed = 0;
-        reactor->lane->submit(make_job([](m0::completion_port& port) { port.post_fn([] {}); },
-                                       [&](bool) { ++completed; }));
-        reactor->lane->submit(make_deferred_job(
-            [](m0::completion_port& port) {
-                port.post_fn([] {});
-                port.finish();
-            },
-            [&](bool) { ++completed; }));
-        BOOST_REQUIRE(reactor->drain(10s));
-        BOOST_REQUIRE_EQUAL(completed, 2);
-        reactor.reset();
-    }
-    ex->stop();
 }
 
 // A coroutine blocking its loop (a sync call in async code) does not hold

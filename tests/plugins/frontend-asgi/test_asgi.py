@@ -292,3 +292,40 @@ def test_app_shortcut_rejects_an_unknown_interface():
     p = m0test.run_m0("--app", "asgi_apps:echo", "--interface", "rsgi", cwd=APPS)
     assert p.returncode == 2
     assert "--interface must be auto, wsgi or asgi" in p.stderr
+
+
+def _has(module):
+    import importlib.util
+    return importlib.util.find_spec(module) is not None
+
+
+def test_starlette_app(m0_server):
+    # The embedded interpreter uses the test venv (sys.prefix), which carries
+    # Starlette when tests/requirements.txt is installed.
+    if not _has("starlette"):
+        pytest.skip("starlette is not installed in the test venv")
+    import sys
+    server = m0_server(asgi_config("starlette_app:app", extra="") + f"python:\n  venv: {sys.prefix}\n")
+    r = m0test.request(server.port, "GET", "/")
+    assert (r.status, r.body) == (200, b"hello from lifespan")
+    r = m0test.request(server.port, "POST", "/items/7?q=x", headers={"Content-Type": "application/json"},
+                       body=b'{"a": [1, 2]}')
+    assert r.status == 200
+    assert json.loads(r.body) == {"id": 7, "got": {"a": [1, 2]}, "q": "x"}
+    r = m0test.request(server.port, "GET", "/numbers")
+    assert r.header("Transfer-Encoding") == "chunked"
+    assert r.body == "".join(f"{i}\n" for i in range(100)).encode()
+    assert m0test.request(server.port, "GET", "/missing").status == 404
+    assert server.stop() == 0
+    assert "starlette lifespan closed" in server.output()
+
+
+def test_uvloop_loop(m0_server):
+    if not _has("uvloop"):
+        pytest.skip("uvloop is not installed in the test venv")
+    import sys
+    server = m0_server(asgi_config("asgi_apps:stream", extra="  asyncio:\n    loop: uvloop\n")
+                       + f"python:\n  venv: {sys.prefix}\n")
+    r = m0test.request(server.port, "GET", "/?n=200&size=1000")
+    assert r.body == b"".join((b"%d" % (i % 10)) * 1000 for i in range(200))
+    assert server.stop() == 0
