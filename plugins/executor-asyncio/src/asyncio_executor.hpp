@@ -2,16 +2,18 @@
 // `executor.type: asyncio`: asyncio event loops on threads of their own; each
 // reactor's lane is served by one loop. Also offers the loops to frontends as
 // python::loop_service (an ASGI lifespan runs on each of them).
+#include <Python.h>
+
 #include <memory>
 
 #include <m0/executor.hpp>
-#include <m0/python/loop_service.hpp>
+#include <m0/services.hpp>
 
 #include "asyncio_core.hpp"
 
 namespace m0::asyncio {
 
-class asyncio_executor final : public executor, public python::loop_service {
+class asyncio_executor final : public executor {
 public:
     // The interpreter must be running (python::start).
     explicit asyncio_executor(asyncio_options options);
@@ -24,8 +26,15 @@ public:
     unsigned stop(std::chrono::milliseconds grace) override { return core_->stop(grace); }
     using executor::stop;
 
-    unsigned loop_count() const override { return core_->loop_count(); }
-    PyObject* loop(unsigned index) const override { return core_->loop_object(index); }
+    unsigned loop_count() const { return core_->loop_count(); }
+    PyObject* loop(unsigned index) const { return core_->loop_object(index); }
+
+    // Offers this executor's loops as python::loop_service in `services`.
+    // The service is a process-wide handle on the live executor: under
+    // server.workers the first process builds an executor only to validate
+    // the config, and each serving process then builds its own in the same
+    // registry.
+    void provide_loops(service_registry& services);
 
 private:
     std::shared_ptr<asyncio_core> core_;

@@ -17,7 +17,7 @@ std::unique_ptr<m0::executor> make_asyncio_executor(m0::plugin_context& ctx) {
     m0::python::start(py);
     m0::asyncio::check_loop_kind(*ctx.section, options, py.venv);
     auto ex = std::make_unique<m0::asyncio::asyncio_executor>(options);
-    if (ctx.services) ctx.services->provide<m0::python::loop_service>(*ex, "executor asyncio");
+    if (ctx.services) ex->provide_loops(*ctx.services);
     return ex;
 }
 

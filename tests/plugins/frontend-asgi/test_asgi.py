@@ -329,3 +329,12 @@ def test_uvloop_loop(m0_server):
     r = m0test.request(server.port, "GET", "/?n=200&size=1000")
     assert r.body == b"".join((b"%d" % (i % 10)) * 1000 for i in range(200))
     assert server.stop() == 0
+
+
+def test_prefork_runs_the_lifespan_in_every_process(m0_server):
+    server = m0_server(asgi_config("asgi_apps:lifespan_app"), "--workers", "2")
+    for _ in range(10):
+        r = m0test.request(server.port, "GET", "/")
+        assert json.loads(r.body) == {"state": {"resource": "opened"}}
+    assert server.stop() == 0
+    assert server.output().count("lifespan shutdown ran") == 2
