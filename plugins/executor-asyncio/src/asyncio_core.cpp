@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -154,8 +155,21 @@ void asyncio_core::start() {
     }
 }
 
+namespace {
+
+std::int64_t now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+}  // namespace
+
 void asyncio_core::wake_loop(loop_state& loop) noexcept {
-    if (!loop.wake_pending.exchange(true)) loop.wake.signal();  // push → read the flag
+    if (loop.wake_pending.exchange(true)) return;  // push → read the flag: a wake is in flight
+    loop.wake_at_ns.store(now_ns(), std::memory_order_relaxed);
+    loop.wakes.fetch_add(1, std::memory_order_relaxed);
+    loop.wake.signal();
 }
 
 void asyncio_core::push_completion(lane_state& lane, entry e) {
@@ -166,6 +180,12 @@ void asyncio_core::push_completion(lane_state& lane, entry e) {
 void asyncio_core::drain(loop_state& loop) noexcept {
     loop.wake.wait(std::chrono::nanoseconds(0));  // consume the eventfd
     loop.wake_pending.exchange(false);            // clear, then look: see wake_loop
+    if (const auto woken = loop.wake_at_ns.exchange(0, std::memory_order_relaxed); woken != 0) {
+        const auto lag = std::max<std::int64_t>(0, now_ns() - woken);
+        loop.lag_last_ns.store(lag, std::memory_order_relaxed);
+        if (lag > loop.lag_max_ns.load(std::memory_order_relaxed))
+            loop.lag_max_ns.store(lag, std::memory_order_relaxed);  // the loop thread is its only writer
+    }
     if (stopping()) {
         // What is still queued is cancelled by the reactors once this loop
         // has exited; the loop stops after this callback.

@@ -64,6 +64,12 @@ struct loop_state {
     // Set by whoever writes the eventfd, cleared by the loop before it
     // drains: a push finding it set leaves the wake to the one in flight.
     alignas(rings::cache_line) std::atomic<bool> wake_pending{false};
+    // Loop lag: from the wake of an idle loop to its drain callback (how
+    // long the loop took to get to reactors' work). Stats only: relaxed.
+    std::atomic<std::int64_t> wake_at_ns{0};      // set by the waking pusher
+    std::atomic<std::int64_t> lag_last_ns{0};
+    std::atomic<std::int64_t> lag_max_ns{0};
+    std::atomic<std::uint64_t> wakes{0};          // eventfd writes
     std::array<std::atomic<lane_state*>, max_lanes> lanes{};
     std::atomic<std::size_t> lane_count{0};
     std::thread thread;

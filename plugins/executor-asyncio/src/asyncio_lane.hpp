@@ -34,6 +34,12 @@ public:
         return s > r ? s - r : 0;
     }
     unsigned loop_index() const noexcept { return lane_->loop.index; }
+    // Of this lane's loop (shared with the other lanes it serves): the last
+    // and the largest lag from an idle loop's wake to its drain, and how
+    // many wakes were written (pushes while a wake is pending write none).
+    std::int64_t loop_lag_ns() const noexcept { return lane_->loop.lag_last_ns.load(std::memory_order_relaxed); }
+    std::int64_t loop_lag_max_ns() const noexcept { return lane_->loop.lag_max_ns.load(std::memory_order_relaxed); }
+    std::uint64_t loop_wakes() const noexcept { return lane_->loop.wakes.load(std::memory_order_relaxed); }
 
 private:
     void handle(const entry& e) noexcept;

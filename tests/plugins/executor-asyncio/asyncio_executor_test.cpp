@@ -71,6 +71,10 @@ BOOST_AUTO_TEST_CASE(plain_jobs_run_on_the_loop_thread_and_complete_on_the_react
     BOOST_TEST(lane.jobs_submitted() == 100u);
     BOOST_TEST(lane.jobs_completed() == 100u);
     BOOST_TEST(lane.queue_depth() == 0u);
+    // At least one wake, never more than one per push.
+    BOOST_TEST(lane.loop_wakes() >= 1u);
+    BOOST_TEST(lane.loop_wakes() <= 100u);
+    BOOST_TEST(lane.loop_lag_max_ns() >= lane.loop_lag_ns());
     ex->stop();
 }
 
