@@ -1,6 +1,11 @@
 #define PY_SSIZE_T_CLEAN  // Py_BuildValue with y# / s#
 #include "asgi_call.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <charconv>
 #include <string_view>
 #include <utility>
@@ -99,7 +104,8 @@ PyObject* asgi_call::build_scope() const {
         set_item(d, "root_path", PyUnicode_FromString("")) &&
         set_item(d, "headers", headers.release()) &&
         set_item(d, "client", address(facts_.client_host, facts_.client_port)) &&
-        set_item(d, "server", address(facts_.server_host, facts_.server_port));
+        set_item(d, "server", address(facts_.server_host, facts_.server_port)) &&
+        set_item(d, "extensions", Py_BuildValue("{s:{}}", "http.response.pathsend"));
     return ok ? scope.release() : nullptr;
 }
 
@@ -232,6 +238,40 @@ int asgi_call::send(PyObject* data, bool more) {
         return 0;
     }
     return flow_->owed > app_.config.send_buffer && !flow_->gone ? 1 : 0;
+}
+
+bool asgi_call::pathsend(PyObject* path) {
+    PyObject* raw = nullptr;
+    if (!PyUnicode_FSConverter(path, &raw)) return false;
+    python::py_ref encoded(raw);
+    const char* p = PyBytes_AS_STRING(encoded.get());
+    if (p[0] != '/') {
+        PyErr_Format(PyExc_ValueError, "http.response.pathsend path must be absolute, not %R", path);
+        return false;
+    }
+    const int fd = ::open(p, O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const int err = fd < 0 ? errno : (S_ISREG(st.st_mode) ? errno : EISDIR);
+        if (fd >= 0) ::close(fd);
+        errno = err;
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
+        return false;
+    }
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    // The file's size frames the response, whatever content-length said.
+    port_->post_fn([ex = ex_, status = status_, headers = std::move(headers_), fd, size]() mutable {
+        ex->begin(status, std::move(headers), size);
+        if (size > 0)
+            ex->write_file(fd, 0, size);  // the engine closes fd
+        else
+            ::close(fd);
+        ex->end();
+    });
+    begun_ = true;
+    ended_ = true;
+    flow_->release_disconnect();
+    return true;
 }
 
 void asgi_call::wait_room(PyObject* future) {

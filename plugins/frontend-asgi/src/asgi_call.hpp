@@ -66,6 +66,7 @@ public:
     PyObject* body() const;
     bool start(PyObject* status, PyObject* headers);
     int send(PyObject* data, bool more);  // 1: wait for room
+    bool pathsend(PyObject* path);
     void wait_room(PyObject* future);
     bool wait_disconnect(PyObject* future);
     bool gone() const noexcept { return flow_->gone; }

@@ -43,6 +43,12 @@ PyObject* ch_send(PyObject* self, PyObject* args) {
     return PyBool_FromLong(wait);
 }
 
+PyObject* ch_pathsend(PyObject* self, PyObject* path) {
+    asgi_call* c = call_of(self);
+    if (!c || !c->pathsend(path)) return nullptr;
+    Py_RETURN_NONE;
+}
+
 PyObject* ch_wait_room(PyObject* self, PyObject* future) {
     asgi_call* c = call_of(self);
     if (!c) return nullptr;
@@ -76,6 +82,7 @@ PyMethodDef methods[] = {
     {"body", ch_body, METH_NOARGS, "the request body"},
     {"start", ch_start, METH_VARARGS, "http.response.start"},
     {"send", ch_send, METH_VARARGS, "http.response.body; True: await wait_room"},
+    {"pathsend", ch_pathsend, METH_O, "http.response.pathsend: the whole file, with sendfile"},
     {"wait_room", ch_wait_room, METH_O, "resolve the future when the output has room"},
     {"wait_disconnect", ch_wait_disconnect, METH_O, "False: already disconnected; else resolves the future"},
     {"fail", ch_fail, METH_O, "log the message (if any); 500 before the start, abort after"},

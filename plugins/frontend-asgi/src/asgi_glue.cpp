@@ -54,6 +54,13 @@ async def _serve(app, scope, ch):
                 fut = asyncio.get_running_loop().create_future()
                 ch.wait_room(fut)
                 await fut
+        elif kind == "http.response.pathsend":
+            if not started:
+                raise RuntimeError("http.response.pathsend sent before http.response.start")
+            if ended:
+                raise RuntimeError("http.response.pathsend sent after the response body")
+            ch.pathsend(message["path"])
+            ended = True
         else:
             raise RuntimeError(f"unexpected ASGI message type {kind!r} on an http scope")
 

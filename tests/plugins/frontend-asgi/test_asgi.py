@@ -338,3 +338,18 @@ def test_prefork_runs_the_lifespan_in_every_process(m0_server):
         assert json.loads(r.body) == {"state": {"resource": "opened"}}
     assert server.stop() == 0
     assert server.output().count("lifespan shutdown ran") == 2
+
+
+def test_pathsend_sends_the_file(m0_server):
+    server = m0_server(asgi_config("asgi_apps:pathsend"))
+    with open(os.path.join(APPS, "asgi_apps.py"), "rb") as f:
+        expected = f.read()
+    r = m0test.request(server.port, "GET", "/")
+    assert r.status == 200
+    assert r.header("Content-Length") == str(len(expected))
+    assert r.body == expected
+    # A file that cannot be opened, after the start: the connection is cut.
+    with server.connect() as s:
+        s.sendall(b"GET /?missing HTTP/1.1\r\nHost: h\r\n\r\n")
+        assert m0test.recv_until_closed(s) == b""
+    assert wait_for_log(server, "FileNotFoundError")

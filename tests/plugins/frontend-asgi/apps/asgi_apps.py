@@ -121,3 +121,15 @@ def wsgi_app(environ, start_response):
     """A WSGI callable, for --interface auto."""
     start_response("200 OK", [("Content-Type", "text/plain")])
     return [b"wsgi here"]
+
+
+async def pathsend(scope, receive, send):
+    """http.response.pathsend of this very file (or of ?missing)."""
+    import os
+    await _body(receive)
+    assert "http.response.pathsend" in scope["extensions"]
+    path = os.path.abspath(__file__)
+    if scope["query_string"] == b"missing":
+        path += ".missing"
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/x-python")]})
+    await send({"type": "http.response.pathsend", "path": path})
