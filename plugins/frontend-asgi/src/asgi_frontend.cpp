@@ -20,6 +20,10 @@ namespace m0::asgi {
 
 namespace {
 
+// A shutdown that does not finish by then (a loop blocked by a coroutine
+// that never yields) must not hold the process after its drain.
+constexpr double lifespan_shutdown_timeout_s = 10.0;
+
 // Runs `method` of a Lifespan on `loop` and waits for its (kind, text)
 // outcome; the wait releases the GIL. Throws with the Python reason.
 std::pair<std::string, std::string> run_on_loop(PyObject* lifespan, const char* method, PyObject* loop,
@@ -113,7 +117,7 @@ void asgi_frontend::stop_serving(serving_context& ctx) {
         PyObject* loop = loops ? loops->loop(static_cast<unsigned>(i)) : nullptr;
         if (!loop) break;
         try {
-            auto [kind, text] = run_on_loop(lifespans_[i].get(), "shutdown", loop, 30.0);
+            auto [kind, text] = run_on_loop(lifespans_[i].get(), "shutdown", loop, lifespan_shutdown_timeout_s);
             if (kind == "failed") log::error("asgi: " + app_.config.app + ": lifespan shutdown failed: " + text);
             if (kind == "error") log::error("asgi: " + app_.config.app + ": lifespan shutdown raised:\n" + text);
         } catch (const std::exception& e) {
