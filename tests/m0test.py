@@ -1,39 +1,57 @@
-"""Harness for end-to-end tests: start a real m0 on a free loopback port and talk
-to it over real sockets.
+"""Harness for end-to-end tests: start a real m0 on a loopback port it picks and
+talk to it over real sockets.
 
 Environment (set by ctest): M0_BUILD_DIR (where bin/m0 is), M0_SOURCE_DIR.
 """
 import os
+import re
 import signal
 import socket
 import subprocess
 import tempfile
 import time
 
+import pytest
+
 SOURCE_DIR = os.environ.get(
     "M0_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD_DIR = os.environ.get("M0_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
 M0_BINARY = os.path.join(BUILD_DIR, "bin", "m0")
 
+# Every deadline of the harness (a read, a wait for m0) is multiplied by this
+# factor: a sanitizer build under parallel load runs several times slower than
+# a Release one (scripts/test raises it for the ASan run).
+TIMEOUT_SCALE = float(os.environ.get("M0_TEST_TIMEOUT_SCALE", "1"))
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+
+def scaled(seconds):
+    """`seconds` of wall time as this run's deadline."""
+    return seconds * TIMEOUT_SCALE
+
+
+LISTENING = re.compile(r"listening on ((?:\S+:\d+ ?)+)")
+WORKER_PROCESSES = re.compile(r"supervisor: (\d+) worker processes")
+WORKER_PROCESS_READY = re.compile(r"listening on .*\(worker process (\d+) of \d+\)")
 
 
 class Server:
-    """One m0 process. `config` is a path to a YAML file or YAML text."""
+    """One m0 process. `config` is a path to a YAML file or YAML text.
 
-    def __init__(self, config, *args, port=None, threads=1, env=None, cwd=None,
-                 ready_timeout=20.0):
-        self.port = port or free_port()
+    m0 listens on 127.0.0.1:0 and the harness reads the ports it bound from
+    its "listening on" log line: a port picked by the test and released
+    before m0 binds it could be taken by another test in between.
+    """
+
+    def __init__(self, config, *args, threads=1, env=None, cwd=None, ready_timeout=20.0):
+        self.port = None
+        self.ports = []
         self.args = list(args)
         self.threads = threads
         self.env = dict(os.environ, **(env or {}))
         self.cwd = cwd or SOURCE_DIR
         self.ready_timeout = ready_timeout
         self.proc = None
+        self.signalled = []
         self._tmp = None
         if config is not None and ("\n" in config or not os.path.exists(config)):
             self._tmp = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
@@ -48,25 +66,61 @@ class Server:
         cmd = [M0_BINARY]
         if self.config_path:
             cmd += ["--config", self.config_path]
-        cmd += ["--listen", f"127.0.0.1:{self.port}"]
+        cmd += ["--listen", "127.0.0.1:0"]
         if self.threads is not None:
             cmd += ["--threads", str(self.threads)]
         return cmd + self.args
 
     def start(self):
-        self._log = open(self.log_path, "wb")
+        self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT,
                                      env=self.env, cwd=self.cwd, start_new_session=True)
-        deadline = time.monotonic() + self.ready_timeout
-        while time.monotonic() < deadline:
+        listening = self.wait_for_log(LISTENING, timeout=self.ready_timeout, what="m0 to listen")
+        self.ports = [int(endpoint.rsplit(":", 1)[1]) for endpoint in listening.group(1).split()]
+        self.port = self.ports[0]
+        processes = WORKER_PROCESSES.search(self.output())
+        if processes:
+            # A supervisor names the ports before its worker processes bind
+            # them: ready once each worker process says it listens.
+            count = int(processes.group(1))
+            self.wait_until(lambda: len(set(WORKER_PROCESS_READY.findall(self.output()))) == count,
+                            timeout=self.ready_timeout, what=f"{count} worker processes to listen")
+        return self
+
+    def wait_until(self, condition, timeout=10.0, what="a condition"):
+        """Polls `condition` until it holds (returns its value); fails if m0
+        exits first or after `timeout`."""
+        timeout = scaled(timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            value = condition()
+            if value:
+                return value
             if self.proc.poll() is not None:
-                raise RuntimeError(f"m0 exited with {self.proc.returncode} during start-up:\n{self.output()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"m0 did not listen on {self.port} within {self.ready_timeout}s:\n{self.output()}")
+                raise RuntimeError(f"m0 exited with {self.proc.returncode} while waiting for {what}:\n"
+                                   f"{self.output()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"timed out after {timeout}s waiting for {what}:\n{self.output()}")
+            time.sleep(0.02)
+
+    def wait_for_log(self, pattern, count=1, timeout=10.0, what=None):
+        """Waits until m0's log holds `pattern` (text or compiled regex) `count`
+        times; returns the last match (a re.Match for a regex)."""
+        regex = pattern if isinstance(pattern, re.Pattern) else re.compile(re.escape(pattern))
+
+        def found():
+            matches = list(regex.finditer(self.output()))
+            return matches[count - 1] if len(matches) >= count else None
+        return self.wait_until(found, timeout=timeout, what=what or f"{regex.pattern!r} in m0's log")
+
+    def wait_until_read(self, sock, timeout=10.0):
+        """Waits until m0 has read every byte sent on `sock` (a client
+        connection to it): its side of the connection has nothing left in the
+        kernel's receive queue. What m0 read it handles before it turns to a
+        signal, so a request sent and read is one in flight."""
+        client_port = sock.getsockname()[1]
+        self.wait_until(lambda: unread_bytes(sock.getpeername()[1], client_port) == 0, timeout=timeout,
+                        what=f"m0 to read the request on the connection from port {client_port}")
 
     def output(self):
         try:
@@ -76,17 +130,39 @@ class Server:
             return ""
 
     def send_signal(self, sig):
+        self.signalled.append(sig)
         self.proc.send_signal(sig)
 
     def stop(self, sig=signal.SIGTERM, timeout=30.0):
-        """Sends `sig` (SIGTERM by default) and waits; returns the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
+        """Sends `sig` (SIGTERM by default) unless the test already signalled
+        m0 through send_signal (a second signal would mean "stop at once"),
+        then waits; returns the exit code."""
+        if self.proc.poll() is None and not self.signalled:
+            self.send_signal(sig)
+        return self.wait(timeout)
+
+    def wait(self, timeout=30.0):
+        """Waits for m0 to exit; returns its exit code (SIGKILL and raise if
+        it does not within `timeout`)."""
         try:
-            return self.proc.wait(timeout=timeout)
+            return self.proc.wait(timeout=scaled(timeout))
         except subprocess.TimeoutExpired:
             self.kill()
             raise
+
+    def finish(self):
+        """Ends m0 after a test: SIGTERM (which also stops at once a drain the
+        test began), SIGKILL to the process group only if it does not exit.
+        A sanitizer reports at exit, so m0 is not killed straight away.
+        Returns the sanitizer report found in its log, or None."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=scaled(10))
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+        return sanitizer_report(self.output())
 
     def kill(self):
         if self.proc is not None and self.proc.poll() is None:
@@ -99,22 +175,96 @@ class Server:
             os.unlink(self._tmp.name)
 
     def connect(self, timeout=5.0):
-        return socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        return socket.create_connection(("127.0.0.1", self.port), timeout=scaled(timeout))
+
+    def open_request(self, path, port=None, timeout=10.0):
+        """Sends GET `path` on a new connection and returns the socket once m0
+        has read the request, before its response: a request in flight."""
+        sock = socket.create_connection(("127.0.0.1", port or self.port), timeout=scaled(timeout))
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode("latin-1"))
+        self.wait_until_read(sock)
+        return sock
+
+
+# The first line of a report by AddressSanitizer, LeakSanitizer,
+# ThreadSanitizer or UndefinedBehaviorSanitizer.
+SANITIZER_REPORT = re.compile(r"^.*(?:ERROR: \w+Sanitizer|WARNING: ThreadSanitizer|: runtime error: ).*$",
+                              re.MULTILINE)
+
+
+def sanitizer_report(log):
+    """The sanitizer report in `log` (from its first line on), or None."""
+    found = SANITIZER_REPORT.search(log)
+    return log[found.start():] if found else None
+
+
+def finish_servers(servers):
+    """Stops every server; fails the current test if any logged a sanitizer
+    report (fixtures call it at teardown)."""
+    reports = [report for report in (server.finish() for server in servers) if report]
+    if reports:
+        pytest.fail("m0 logged a sanitizer report:\n" + "\n".join(reports), pytrace=False)
+
+
+TCP_ESTABLISHED = "01"  # the state column of /proc/net/tcp
+
+
+def server_end(server_port, client_port):
+    """(state, bytes waiting to be read) of the server's end of the loopback
+    connection 127.0.0.1:client_port → 127.0.0.1:server_port, from
+    /proc/net/tcp; None once there is no such socket."""
+    loopback = "0100007F"  # 127.0.0.1 as /proc/net/tcp writes it (host order, hex)
+    local, remote = f"{loopback}:{server_port:04X}", f"{loopback}:{client_port:04X}"
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            if fields[1] == local and fields[2] == remote:
+                return fields[3], int(fields[4].split(":")[1], 16)
+    return None
+
+
+def unread_bytes(server_port, client_port):
+    """Bytes m0 has not read yet on that connection (None: no connection)."""
+    end = server_end(server_port, client_port)
+    return end[1] if end else None
+
+
+def cpu_list(text):
+    """The CPUs of a /proc list such as "0-2,5" as a set."""
+    cpus = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def thread_affinities(pid):
+    """{thread name: set of CPUs it may run on} for the threads of `pid`."""
+    affinities = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        affinities[fields["Name"].strip()] = cpu_list(fields["Cpus_allowed_list"].strip())
+    return affinities
 
 
 def run_m0(*args, timeout=30, env=None, cwd=None):
     """Runs m0 to completion (e.g. --check, plugins); returns CompletedProcess."""
-    return subprocess.run([M0_BINARY, *args], capture_output=True, text=True, timeout=timeout,
+    return subprocess.run([M0_BINARY, *args], capture_output=True, text=True, timeout=scaled(timeout),
                           env=dict(os.environ, **(env or {})), cwd=cwd or SOURCE_DIR)
 
 
 def recv_until_closed(sock, timeout=5.0):
-    sock.settimeout(timeout)
+    """Everything m0 sends until it closes the connection (FIN or reset).
+    Raises socket.timeout if it keeps the connection open: a hung connection
+    is not a closed one."""
+    sock.settimeout(scaled(timeout))
     chunks = []
     while True:
         try:
             data = sock.recv(65536)
-        except socket.timeout:
+        except ConnectionResetError:
             break
         if not data:
             break
@@ -139,7 +289,7 @@ class ResponseReader:
 
     def __init__(self, sock, timeout=5.0):
         self.sock = sock
-        self.sock.settimeout(timeout)
+        self.sock.settimeout(scaled(timeout))
         self.buf = b""
 
     def _fill(self):
@@ -190,10 +340,12 @@ class ResponseReader:
         elif cl is not None:
             resp.body = self._read_exact(int(cl))
         else:
+            # Close-delimited: only the close ends the body; a connection
+            # that stays open raises socket.timeout (the body has no end).
             try:
                 while True:
                     self._fill()
-            except (EOFError, socket.timeout):
+            except (EOFError, ConnectionResetError):
                 pass
             resp.body, self.buf = self.buf, b""
         return resp
@@ -206,6 +358,6 @@ def request(port, method="GET", path="/", headers=None, body=b"", timeout=5.0):
     if body and "Content-Length" not in hdrs and "Transfer-Encoding" not in hdrs:
         hdrs["Content-Length"] = str(len(body))
     raw = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in hdrs.items()) + "\r\n"
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+    with socket.create_connection(("127.0.0.1", port), timeout=scaled(timeout)) as s:
         s.sendall(raw.encode("latin-1") + body)
         return ResponseReader(s, timeout).read(head_only=(method == "HEAD"))

@@ -93,7 +93,7 @@ def serve_and_get(sdk, frontend_yaml, path):
         resp = m0test.request(server.port, "GET", path)
         code = server.stop(signal.SIGTERM)
     finally:
-        server.kill()
+        m0test.finish_servers([server])
     assert code == 0, server.output()
     return resp
 

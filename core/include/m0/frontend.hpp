@@ -14,12 +14,15 @@ class frontend : public serving_hooks {
 public:
     // Each worker thread, once, before its loop runs: start accepting on
     // ctx.listeners (asynchronously; return at once) and add drain hooks to
-    // ctx. The scheduler then runs the loop.
+    // ctx. The scheduler then runs the loop. Under `mounts:` ctx is this
+    // mount's copy of the worker's context; http::serve() then registers
+    // the handler with the core's router (worker_context::mount).
     void start_worker(worker_context& ctx) override = 0;
     // True when this frontend needs a listener of its own on every worker
     // whatever server.listener says.
     virtual bool needs_per_worker_listeners() const { return false; }
-    // The executor used when the config names none (`executor.type`).
+    // The executor used when the config names none (`executor.type`, or a
+    // mount's `executor`).
     // Native frontends answer on the reactor; a WSGI frontend wants `pool`.
     virtual const char* default_executor() const { return "inline"; }
 };

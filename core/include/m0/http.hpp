@@ -3,7 +3,8 @@
 //
 // The engine accepts on a worker's listeners, parses requests (no Python, no
 // GIL), and hands each complete request to a handler on the reactor thread as
-// an `exchange`. The handler answers at once (native routes) or later, from a
+// an `exchange` (or, for a handler that streams request bodies, each request
+// head: see handler::stream_body). The handler answers at once (native routes) or later, from a
 // completion on the same reactor thread (executor jobs). Requests on one
 // connection are dispatched one at a time, so pipelined responses leave in
 // order. The engine owns Content-Length / Transfer-Encoding / Connection /
@@ -18,8 +19,10 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/system/error_code.hpp>
 
 #include <m0/api.hpp>
+#include <m0/http_fields.hpp>
 #include <m0/worker.hpp>
 
 namespace m0::http {
@@ -35,9 +38,15 @@ struct request {
     std::string_view target;        // as sent: "/a%20b?x=1"
     std::string_view path;          // target up to '?', not decoded
     std::string_view query;         // after '?', without it; empty if none
+    // The prefix of the mount that routed this request ("/api"; "" for a
+    // mount at "/" and in a deployment without `mounts:`). `path` starts
+    // with it; an application sees it as SCRIPT_NAME (ASGI root_path) and
+    // the rest of `path` as its own path. Set by the core before the
+    // handler runs.
+    std::string_view script_name;
     unsigned version = 11;          // 10 or 11
     std::vector<header_field> headers;  // arrival order, duplicates kept
-    std::string body;               // whole body, de-chunked
+    std::string body;               // whole body, de-chunked; empty when streamed
     bool keep_alive = true;         // what the client asked for
     boost::asio::ip::tcp::endpoint remote;
     boost::asio::ip::tcp::endpoint local;
@@ -51,10 +60,28 @@ struct response_header {
     std::string value;
 };
 
+class byte_stream;
+
+// Receives one piece of a streamed request body on the reactor thread:
+// `chunk` is non-empty unless `last` (the body ended; it may still carry the
+// final bytes) or `ec` is set. Errors: asio::error::message_size (over
+// http.max_body_size: the engine answered 413), timed_out (body_timeout:
+// 408), eof (the client ended the connection before the body's end),
+// connection_reset (the client is gone), operation_aborted (the response
+// already ended), already_started (another pull is pending),
+// errc::bad_message (malformed chunked framing: 400).
+using body_handler = std::function<void(boost::system::error_code ec, std::string chunk, bool last)>;
+
 // One request and its response. Reactor-thread only (post to the reactor to
 // use it from elsewhere). Holding the shared_ptr keeps the connection's
 // state alive; if the client went away, writes are dropped and
 // client_gone() turns true.
+//
+// Half-close rule: a client that shuts down its sending side after its
+// request (FIN) is not gone: it still gets the whole response, streamed or
+// not, and the connection closes after it. The client is gone when a write
+// fails, a read reports a reset, a timeout or force-close ends the
+// connection, or the handler aborts.
 class exchange {
 public:
     virtual ~exchange() = default;
@@ -84,8 +111,9 @@ public:
 
     // Bytes queued but not yet written to the socket (for flow control).
     virtual std::size_t pending_bytes() const = 0;
-    // Runs `fn` on the reactor once pending_bytes() drops to `below` or the
-    // client is gone (at once if already so). One waiter at a time.
+    // Runs `fn` (posted to the reactor) once pending_bytes() drops to
+    // `below` or the client is gone (soon if already so). Any number of
+    // waiters; each runs once.
     virtual void when_drained(std::size_t below, std::function<void()> fn) = 0;
     virtual bool client_gone() const = 0;
 
@@ -96,6 +124,74 @@ public:
     // for the call. Declared last so existing vtable slots keep their place.
     virtual void respond_borrowed(unsigned status, const std::vector<response_header>& headers,
                                   std::string_view body) = 0;
+
+    // Pulls the next piece of the request body, at most `max_bytes` (0 is
+    // taken as 1); `fn` runs posted to the reactor. One pull at a time. The
+    // engine reads the socket only while a pull is pending, so a handler
+    // that pulls slowly slows the client down (TCP flow control); an
+    // `Expect: 100-continue` is answered on the first pull, and not at all
+    // if the response begins first. On an exchange whose body was read
+    // whole (request::body), the first pull gets a copy of it with `last`.
+    // A body left unread when the response ends is discarded up to a bound,
+    // and beyond it the connection closes after the response.
+    virtual void read_body(std::size_t max_bytes, body_handler fn) = 0;
+    // True while a streamed body still has bytes to come (none pulled yet,
+    // or not up to its end).
+    virtual bool body_pending() const = 0;
+
+    // Runs `fn` once, posted to the reactor, when the client is gone (see
+    // the half-close rule above): at once if it already is. Not run if the
+    // response ends first. Any number of callbacks. A reset is seen at
+    // once while the handler works (the engine reads ahead, or, while a
+    // streamed body waits for its next pull, watches for socket errors).
+    virtual void on_client_gone(std::function<void()> fn) = 0;
+
+    // Answers 101 Switching Protocols with `headers` (Upgrade and the like;
+    // the engine adds Connection: upgrade) and hands the connection over as
+    // a byte stream; the exchange is finished. Null, and nothing sent, when
+    // the connection cannot switch: the response has begun, the request is
+    // HTTP/1.0, a streamed body is still pending, or the client is gone.
+    virtual std::shared_ptr<byte_stream> upgrade(std::vector<response_header> headers) = 0;
+
+    // Runs `fn` once, posted to the reactor, when the worker starts draining
+    // while this response is in progress (at once if it already is): a held
+    // response (an SSE stream) should then end. Not run if the response
+    // ends first. Any number of callbacks. A handler that does not listen
+    // is force-closed at the drain deadline.
+    virtual void on_drain(std::function<void()> fn) = 0;
+};
+
+// A connection after 101 Switching Protocols: raw bytes both ways, owned by
+// the engine. Reactor-thread only. It counts as a live connection: on drain
+// the on_drain callbacks run (the owner finishes its protocol, e.g. a
+// WebSocket close 1001, then calls close()); force-close closes it.
+class byte_stream {
+public:
+    // `data` is valid during the call only. At end of stream ec is
+    // asio::error::eof; after close() or force-close, operation_aborted.
+    using read_handler = std::function<void(boost::system::error_code ec, std::string_view data)>;
+
+    virtual ~byte_stream() = default;
+    virtual boost::asio::io_context& io() = 0;
+    // Reads what is available, at least one byte; `fn` runs posted to the
+    // reactor. Bytes that followed the request head arrive first. One read
+    // at a time.
+    virtual void async_read(read_handler fn) = 0;
+    virtual void write(std::string data) = 0;
+    // Queues a payload shared by many streams (a broadcast) without a copy
+    // per connection: the stream holds a reference until it is written.
+    virtual void write_shared(std::shared_ptr<const std::string> data) = 0;
+    virtual std::size_t pending_bytes() const = 0;
+    // As exchange::when_drained: any number of waiters, each runs once when
+    // pending_bytes() <= below or the stream is closed.
+    virtual void when_drained(std::size_t below, std::function<void()> fn) = 0;
+    // Runs `fn` once (posted) when the worker starts draining; at once if it
+    // already is. The owner should then finish and close().
+    virtual void on_drain(std::function<void()> fn) = 0;
+    // Writes what is queued, then closes (a lingering close, so the peer
+    // reads it all). Pending reads end with operation_aborted.
+    virtual void close() = 0;
+    virtual bool closed() const = 0;
 };
 
 using exchange_ptr = std::shared_ptr<exchange>;
@@ -106,47 +202,21 @@ public:
     // Reactor thread. Must eventually answer (respond, or begin..end/abort)
     // unless the client goes away.
     virtual void on_request(exchange_ptr ex) = 0;
+    // Reactor thread, once a request head with a body is parsed. True: the
+    // exchange goes to on_request at once and the handler pulls the body
+    // with exchange::read_body. False (the default): on_request comes with
+    // the whole body in request::body.
+    virtual bool stream_body(const request& req) {
+        (void)req;
+        return false;
+    }
 };
 
 // Starts serving HTTP/1.1 on every listener of `ctx` with ctx.limits, and adds
 // its drain and force-close hooks to ctx. Returns at once; the work runs on
-// ctx.io. `h` must outlive the worker loop.
+// ctx.io. `h` must outlive the worker loop. When ctx.mount is set (one mount
+// of several) it only registers `h` with the core's mount router.
 M0_API void serve(worker_context& ctx, handler& h);
-
-// Field syntax (RFC 9110), shared by every handler that validates or
-// compares header names, so frontends agree with the engine.
-
-// ASCII case-insensitive equality (header names, tokens; locale-free).
-constexpr bool ascii_iequals(std::string_view a, std::string_view b) noexcept {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        char x = a[i], y = b[i];
-        if (x >= 'A' && x <= 'Z') x = static_cast<char>(x + 32);
-        if (y >= 'A' && y <= 'Z') y = static_cast<char>(y + 32);
-        if (x != y) return false;
-    }
-    return true;
-}
-
-// A non-empty RFC 9110 token (tchar+): method names, field names.
-constexpr bool is_token(std::string_view s) noexcept {
-    if (s.empty()) return false;
-    for (char c : s) {
-        bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-        if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos) return false;
-    }
-    return true;
-}
-
-// Headers the engine writes itself: framing and connection management.
-// A handler's copy is dropped (a frontend may refuse it in config instead).
-constexpr bool is_engine_owned_header(std::string_view name) noexcept {
-    for (std::string_view owned :
-         {"Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Date", "Server"}) {
-        if (ascii_iequals(name, owned)) return true;
-    }
-    return false;
-}
 
 // Standard reason phrase ("Not Found"), or "Unknown".
 M0_API std::string_view reason_phrase(unsigned status) noexcept;

@@ -28,7 +28,9 @@ class serving_hooks {
 public:
     virtual ~serving_hooks() = default;
     // Main thread, once per serving process, after construction and before
-    // the executor starts: register executor thread hooks here.
+    // the executor starts: register executor thread hooks here. A frontend
+    // gets its own executor (its mount's, under `mounts:`); a module gets
+    // this once for each executor of the deployment.
     virtual void prepare(executor& ex) {}
     // Main thread, once per serving process, after the executors started and
     // before any reactor runs (an ASGI lifespan startup, a bus subscriber).

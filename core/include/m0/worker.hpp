@@ -49,6 +49,22 @@ public:
 
 class service_registry;
 
+namespace http {
+class handler;
+}
+
+// One mount of a deployment that serves several frontends by path prefix
+// (`mounts:`), as a worker sees it. When a frontend's worker_context carries
+// one, http::serve() registers the frontend's handler here instead of
+// starting a server: the core runs one server per worker and routes each
+// request to the mount with the longest matching prefix.
+class mount_binding {
+public:
+    virtual ~mount_binding() = default;
+    // Once per worker. `h` must outlive the worker loop.
+    virtual void bind(http::handler& h) = 0;
+};
+
 struct worker_context {
     unsigned index = 0;
     unsigned worker_count = 1;
@@ -56,7 +72,13 @@ struct worker_context {
     std::vector<listener*> listeners;
     // Set (release) by the stopper; workers read it (acquire) every pass.
     const std::atomic<bool>* stop_flag = nullptr;
+    // This frontend's executor lane on this worker.
     executor_lane* lane = nullptr;
+    // Every executor's lane on this worker, in the deployment's executor
+    // order (one entry unless `executors:` or `mounts:` name several).
+    std::vector<executor_lane*> executor_lanes;
+    // Set when this frontend is one mount of several (see mount_binding).
+    mount_binding* mount = nullptr;
     worker_stats* stats = nullptr;
     const http_limits* limits = nullptr;
     // Any-thread entry to this worker's reactor.
@@ -77,6 +99,13 @@ struct worker_context {
     }
     void run_force_close_hooks() {
         for (auto& h : force_close_hooks_) h();
+    }
+    // Appends this context's hooks to `to`'s and leaves this one without
+    // any: the core hands a mount's hooks to its worker's context.
+    void move_hooks_to(worker_context& to) {
+        for (auto& h : drain_hooks_) to.drain_hooks_.push_back(std::move(h));
+        for (auto& h : force_close_hooks_) to.force_close_hooks_.push_back(std::move(h));
+        clear_hooks();
     }
     // Drops the hooks (and what they own) while the io_context still exists.
     void clear_hooks() {

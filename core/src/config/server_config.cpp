@@ -56,7 +56,8 @@ void parse_plugins(const config_node& plugins, server_config& out) {
 void parse_frontend(const config_node& root, server_config& out) {
     const auto frontend = root.child("frontend");
     if (!frontend.present()) {
-        out.frontend_type = frontend.string("type", "http");
+        // With mounts every frontend is a mount's; nothing to default here.
+        if (!root.child("mounts").present()) out.frontend_type = frontend.string("type", "http");
         return;
     }
     const auto type = frontend.optional_string("type");
@@ -64,17 +65,107 @@ void parse_frontend(const config_node& root, server_config& out) {
     out.frontend_type = *type;
 }
 
+// Keys of an executor's section (`executor:` or an entry of `executors:`)
+// other than `type` belong to the chosen executor's plugin, which validates
+// them; here only the subsection's name must match the type.
+void check_executor_subsections(const config_node& executor, const std::string& type) {
+    const std::string type_key = executor.path() + ".type";
+    for (const auto& key : executor.keys()) {
+        if (key == "type" || key == type) continue;
+        if (nearest_key(key, {"type"})) executor.fail(key, "unknown key '" + key + "' (did you mean 'type'?)");
+        executor.fail(key, type.empty()
+                               ? "settings for executor '" + key + "' but " + type_key + " is not set (add 'type: " + key + "')"
+                               : "settings for executor '" + key + "' but " + type_key + " is '" + type +
+                                     "' (only a subsection named '" + type + "' is allowed)");
+    }
+}
+
 void parse_executor(const config_node& executor, server_config& out) {
     out.executor_type = executor.optional_string("type").value_or("");
-    // Keys other than `type` belong to the chosen executor's plugin, which
-    // validates them; here only the subsection's name must match the type.
-    for (const auto& key : executor.keys()) {
-        if (key == "type" || key == out.executor_type) continue;
-        if (nearest_key(key, {"type"})) executor.fail(key, "unknown key '" + key + "' (did you mean 'type'?)");
-        executor.fail(key, out.executor_type.empty()
-                               ? "settings for executor '" + key + "' but executor.type is not set (add 'type: " + key + "')"
-                               : "settings for executor '" + key + "' but executor.type is '" + out.executor_type +
-                                     "' (only a subsection named '" + out.executor_type + "' is allowed)");
+    check_executor_subsections(executor, out.executor_type);
+}
+
+void parse_executors(const config_node& root, server_config& out) {
+    const auto executors = root.child("executors");
+    if (executors.present() && !executors.is_map())
+        executors.fail("", "expected a map of executor names to their settings, e.g. 'app: {type: pool}'");
+    for (const auto& name : executors.keys()) {
+        const auto entry = executors.child(name);
+        if (name == "default")
+            executors.fail(name, "'default' names the executor of the 'executor:' key; choose another name");
+        if (!entry.is_map()) entry.fail("", "expected a map with the executor's 'type', e.g. '{type: pool}'");
+        const auto type = entry.optional_string("type");
+        if (!type || type->empty()) entry.fail("type", "required: the executor to build (e.g. 'pool' or 'inline')");
+        check_executor_subsections(entry, *type);
+        out.executors.push_back({name, *type});
+    }
+    if (!out.executor_type.empty()) out.executors.push_back({"default", out.executor_type});
+}
+
+void parse_mounts(const config_node& root, server_config& out) {
+    const auto mounts = root.child("mounts");
+    if (!mounts.present()) return;
+    if (root.child("frontend").present())
+        mounts.fail("", "'mounts' and 'frontend' cannot both be set (serve the frontend as a mount with 'prefix: /')");
+    const auto items = mounts.items();
+    if (items.empty()) mounts.fail("", "expected a list of mounts ({prefix, frontend, executor}), found none");
+    std::vector<std::string> names;
+    for (const auto& e : out.executors) names.push_back(e.name);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const auto& item = items[i];
+        if (!item.is_map()) item.fail("", "expected a map with 'prefix' and 'frontend' (and optionally 'executor')");
+        item.allow_keys({"prefix", "frontend", "executor"});
+        mount_config m;
+        m.index = i;
+        const auto prefix = item.optional_string("prefix");
+        if (!prefix) item.fail("prefix", "required: the path prefix this mount serves (e.g. '/api', or '/')");
+        std::string why;
+        const auto normal = normalize_mount_prefix(*prefix, why);
+        if (!normal) item.fail("prefix", "'" + *prefix + "' is not a path prefix: " + why);
+        m.prefix = *normal;
+        for (const auto& other : out.mounts)
+            if (other.prefix == m.prefix)
+                item.fail("prefix", "'" + *prefix + "' is already mounted by mounts[" + std::to_string(other.index) + "]");
+        const auto frontend = item.child("frontend");
+        if (!frontend.present()) item.fail("frontend", "required: the frontend serving this mount, e.g. '{type: http}'");
+        if (!frontend.is_map()) frontend.fail("", "expected a map with the frontend's 'type' and settings");
+        const auto type = frontend.optional_string("type");
+        if (!type || type->empty()) frontend.fail("type", "required: the frontend plugin to serve with (e.g. 'http')");
+        m.frontend_type = *type;
+        if (const auto name = item.optional_string("executor")) {
+            if (std::find(names.begin(), names.end(), *name) == names.end()) {
+                std::string msg = "unknown executor '" + *name + "'";
+                if (const auto near = nearest_key(*name, names))
+                    msg += " (did you mean '" + *near + "'?)";
+                else if (names.empty())
+                    msg += ": declare it under 'executors:' (e.g. 'executors: {" + *name + ": {type: pool}}')";
+                else
+                    msg += " (not declared under 'executors:')";
+                item.fail("executor", msg);
+            }
+            m.executor = *name;
+        }
+        out.mounts.push_back(std::move(m));
+    }
+}
+
+// An executor no frontend uses would only run idle threads: most likely a
+// mount names another by mistake.
+void check_executors_used(const config_node& root, const server_config& out) {
+    for (const auto& e : out.executors) {
+        const bool used = out.mounts.empty()
+                              ? e.name == "default"
+                              : std::any_of(out.mounts.begin(), out.mounts.end(),
+                                            [&](const mount_config& m) { return m.executor == e.name; });
+        if (used) continue;
+        if (e.name == "default")
+            root.child("executor").fail("", "the executor of the 'executor:' key is used by no mount (a mount uses it "
+                                            "with 'executor: default')");
+        root.child("executors").fail(e.name, out.mounts.empty()
+                                                 ? "executor '" + e.name + "' is used by nothing: without 'mounts:' the "
+                                                   "frontend runs on the 'executor:' key's executor"
+                                                 : "executor '" + e.name + "' is used by no mount (add 'executor: " +
+                                                       e.name + "' to a mount, or remove it)");
     }
 }
 
@@ -113,10 +204,37 @@ server_config parse_server_config(const config_node& root) {
     parse_plugins(root.child("plugins"), out);
     parse_frontend(root, out);
     parse_executor(root.child("executor"), out);
+    parse_executors(root, out);
+    parse_mounts(root, out);
+    check_executors_used(root, out);
     parse_http(root.child("http"), out.http);
     const auto log = root.child("log");
     log.allow_keys({"level"});
     out.log_level = log.one_of("level", "info", {"debug", "info", "warning", "error"});
+    return out;
+}
+
+std::optional<std::string> normalize_mount_prefix(std::string_view text, std::string& why) {
+    if (text.empty() || text.front() != '/') {
+        why = "it must start with '/'";
+        return std::nullopt;
+    }
+    for (char c : text) {
+        if (c == '?' || c == '#') {
+            why = "a prefix is a path, without '?' or '#'";
+            return std::nullopt;
+        }
+        if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
+            why = "it holds a space or a control character";
+            return std::nullopt;
+        }
+    }
+    if (text.find("//") != std::string_view::npos) {
+        why = "it holds an empty segment ('//')";
+        return std::nullopt;
+    }
+    std::string out(text);
+    while (!out.empty() && out.back() == '/') out.pop_back();
     return out;
 }
 

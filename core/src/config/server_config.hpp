@@ -2,6 +2,9 @@
 // The core's own configuration sections (server, plugins, log, http and the
 // `type` of frontend/executor) as validated plain data.
 #include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,21 @@ struct listen_address {
     boost::asio::ip::tcp::endpoint endpoint;
 };
 
+// An executor of the deployment: one of `executors:`, or the `executor:`
+// key, which is the executor named "default".
+struct executor_config {
+    std::string name;
+    std::string type;  // plugin name, or "inline"
+};
+
+// One entry of `mounts:`. The frontend's own keys are its plugin's to read.
+struct mount_config {
+    std::size_t index = 0;      // position in `mounts:`
+    std::string prefix;         // "" for "/", else "/api": starts with '/', no trailing '/'
+    std::string frontend_type;  // mounts[i].frontend.type
+    std::string executor;       // a name from `executors` (or "default"); empty: the frontend's default type
+};
+
 struct server_config {
     std::vector<listen_address> listen;     // server.listen: list (or one string) of "host:port", "[v6]:port"; default ["127.0.0.1:8000"]; host must be an IP literal or "localhost"
     unsigned workers = 1;                   // server.workers: 1..256 serving processes (prefork when > 1)
@@ -28,24 +46,34 @@ struct server_config {
     std::vector<std::string> plugin_paths;  // plugins.path: extra search dirs, relative to the config file's dir
     std::string frontend_type;              // frontend.type (required when a frontend section exists; default "http")
     std::string executor_type;              // executor.type; empty = the frontend's default
+    std::vector<executor_config> executors; // executors.<name>.type, in file order, then "default" (executor.type) if set
+    std::vector<mount_config> mounts;       // mounts: empty = the single `frontend:` at "/"
     http_limits http;                       // http.* — every field of m0/http_limits.hpp, same names, durations/sizes via duration()/byte_size()
     std::string log_level = "info";         // log.level: debug|info|warning|error
-    // Top-level sections the core does not own, in file order: each names a
-    // module plugin (m0-module-<name>.so) that validates it.
+    // Top-level sections the core does not own, in file order: each is a
+    // module plugin's (m0-module-<name>.so), or one that other plugins read
+    // (`python`); the deployment refuses it if nothing reads it.
     std::vector<std::string> module_sections;
 };
 
-// Top-level sections the core knows of. `python` is read by the plugins that
-// embed CPython; a section nothing reads is refused after every plugin was
-// built (config_document::unread_sections).
-inline const std::vector<std::string> core_sections = {"server", "plugins", "frontend", "executor",
-                                                       "http",   "python",  "log"};
+// Top-level sections the core reads. Any other belongs to a plugin; a section
+// nothing reads is refused after every plugin was built
+// (config_document::unread_sections).
+inline const std::vector<std::string> core_sections = {"server",    "plugins", "frontend", "executor",
+                                                       "executors", "mounts",  "http",     "log"};
 
 // Validates the core's own sections; other top-level keys are module sections.
 // `frontend` and `executor` hold plugin keys too: only `type` is read here
 // (plugins validate the rest). In `executor`, besides `type`, only a subsection
-// named after the chosen executor is allowed (executor.pool.* when type is pool).
+// named after the chosen executor is allowed (executor.pool.* when type is pool);
+// the same holds for each entry of `executors`. `mounts` and `frontend` are
+// exclusive; a mount names an executor that exists, and every executor is
+// used by some mount (or, without mounts, `executor:` by the frontend).
 M0_API server_config parse_server_config(const config_node& root);
+
+// A mount prefix as written ("/api/", "/") → its canonical form ("/api", "");
+// nullopt (with `why` set) when it is not a path prefix.
+M0_API std::optional<std::string> normalize_mount_prefix(std::string_view text, std::string& why);
 
 // "127.0.0.1:8000", "[::1]:9000", "localhost:80" -> endpoint; throws config_error via `at`.
 M0_API boost::asio::ip::tcp::endpoint parse_listen_address(const std::string& text, const config_node& at);

@@ -1,5 +1,7 @@
 #include "http/exchange_impl.hpp"
 
+#include <boost/asio/post.hpp>
+
 #include "http/session.hpp"
 
 namespace m0::http::detail {
@@ -39,5 +41,28 @@ void exchange_impl::when_drained(std::size_t below, std::function<void()> fn) {
 }
 
 bool exchange_impl::client_gone() const { return session_->client_gone(); }
+
+void exchange_impl::read_body(std::size_t max_bytes, body_handler fn) {
+    if (streamed_) {
+        session_->read_body(*this, max_bytes, std::move(fn));
+        return;
+    }
+    // The body was read whole: one piece holding all of it.
+    std::string chunk = whole_taken_ ? std::string() : data_->req.body;
+    whole_taken_ = true;
+    boost::asio::post(session_->io(), [fn = std::move(fn), chunk = std::move(chunk)]() mutable {
+        fn({}, std::move(chunk), true);
+    });
+}
+
+bool exchange_impl::body_pending() const { return streamed_ && session_->body_pending(*this); }
+
+void exchange_impl::on_client_gone(std::function<void()> fn) { session_->on_client_gone(*this, std::move(fn)); }
+
+void exchange_impl::on_drain(std::function<void()> fn) { session_->on_drain(*this, std::move(fn)); }
+
+std::shared_ptr<byte_stream> exchange_impl::upgrade(std::vector<response_header> headers) {
+    return session_->upgrade(*this, headers);
+}
 
 }  // namespace m0::http::detail

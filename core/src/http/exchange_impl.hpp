@@ -14,8 +14,8 @@ class session;
 
 class exchange_impl final : public exchange {
 public:
-    exchange_impl(std::shared_ptr<session> owner, std::unique_ptr<request_data> data) noexcept
-        : session_(std::move(owner)), data_(std::move(data)) {}
+    exchange_impl(std::shared_ptr<session> owner, std::unique_ptr<request_data> data, bool streamed) noexcept
+        : session_(std::move(owner)), data_(std::move(data)), streamed_(streamed) {}
     ~exchange_impl() override;
 
     const request& req() const override { return data_->req; }
@@ -32,6 +32,11 @@ public:
     bool client_gone() const override;
     void respond_borrowed(unsigned status, const std::vector<response_header>& headers,
                           std::string_view body) override;
+    void read_body(std::size_t max_bytes, body_handler fn) override;
+    bool body_pending() const override;
+    void on_client_gone(std::function<void()> fn) override;
+    void on_drain(std::function<void()> fn) override;
+    std::shared_ptr<byte_stream> upgrade(std::vector<response_header> headers) override;
 
     bool is_head() const noexcept { return data_->is_head; }
     unsigned version() const noexcept { return data_->req.version; }
@@ -39,6 +44,8 @@ public:
 private:
     std::shared_ptr<session> session_;  // keeps the connection's state alive
     std::unique_ptr<request_data> data_;
+    const bool streamed_;       // the body is pulled from the connection
+    bool whole_taken_ = false;  // read_body handed out request::body
 };
 
 }  // namespace m0::http::detail

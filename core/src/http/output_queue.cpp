@@ -48,6 +48,14 @@ void output_queue::push(std::string&& bytes) {
     segments_.push_back(std::move(s));
 }
 
+void output_queue::push_shared(std::shared_ptr<const std::string> bytes) {
+    if (!bytes || bytes->empty()) return;
+    pending_ += bytes->size();
+    segment s;
+    s.shared = std::move(bytes);
+    segments_.push_back(std::move(s));
+}
+
 void output_queue::push_file(int fd, std::uint64_t offset, std::uint64_t length) {
     segment s;
     s.fd = fd;
@@ -99,9 +107,9 @@ output_queue::result output_queue::flush_bytes(int sock, int& error) {
     std::size_t total = 0;
     for (std::size_t i = first_; i < segments_.size() && count < max_iov && segments_[i].fd < 0; ++i) {
         segment& s = segments_[i];
-        if (s.offset == s.bytes.size()) continue;
-        iov[count].iov_base = s.bytes.data() + s.offset;
-        iov[count].iov_len = s.bytes.size() - s.offset;
+        if (s.offset == s.size()) continue;
+        iov[count].iov_base = const_cast<char*>(s.data()) + s.offset;
+        iov[count].iov_len = s.size() - s.offset;
         total += iov[count].iov_len;
         ++count;
     }
@@ -125,15 +133,16 @@ output_queue::result output_queue::flush_bytes(int sock, int& error) {
         auto left = static_cast<std::size_t>(n);
         for (std::size_t i = first_; i < segments_.size() && segments_[i].fd < 0 && left > 0; ++i) {
             segment& s = segments_[i];
-            const std::size_t take = std::min(left, s.bytes.size() - s.offset);
+            const std::size_t take = std::min(left, s.size() - s.offset);
             s.offset += take;
             left -= take;
         }
     }
     // Skip what is now fully written; stop at a partial segment.
     while (first_ < segments_.size() && segments_[first_].fd < 0 &&
-           segments_[first_].offset == segments_[first_].bytes.size()) {
+           segments_[first_].offset == segments_[first_].size()) {
         segment& s = segments_[first_];
+        s.shared.reset();
         if (s.appendable && s.bytes.capacity() <= max_spare_capacity && s.bytes.capacity() > spare_.capacity())
             spare_ = std::move(s.bytes);
         ++first_;

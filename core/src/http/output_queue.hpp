@@ -5,6 +5,7 @@
 // file ranges go out with sendfile. Buffers are recycled per connection.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,9 @@ public:
     void append(std::string_view bytes);
     // Takes the string: copied into the tail if small, else queued as is.
     void push(std::string&& bytes);
+    // Queues a payload shared with other connections, without a copy; the
+    // reference is dropped once it is written.
+    void push_shared(std::shared_ptr<const std::string> bytes);
     // Takes ownership of fd (closed once sent or dropped).
     void push_file(int fd, std::uint64_t offset, std::uint64_t length);
 
@@ -43,11 +47,15 @@ public:
 private:
     struct segment {
         std::string bytes;
+        std::shared_ptr<const std::string> shared;  // used instead of bytes when set
         std::size_t offset = 0;  // bytes already written
         int fd = -1;             // file segment when >= 0
         std::uint64_t file_offset = 0;
         std::uint64_t file_left = 0;
         bool appendable = false;
+
+        const char* data() const noexcept { return shared ? shared->data() : bytes.data(); }
+        std::size_t size() const noexcept { return shared ? shared->size() : bytes.size(); }
     };
     result flush_file(int sock, segment& s, int& error);
     result flush_bytes(int sock, int& error);

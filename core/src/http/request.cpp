@@ -1,12 +1,10 @@
 #include <m0/http.hpp>
 
-#include <boost/beast/core/string.hpp>
-
 namespace m0::http {
 
 std::optional<std::string_view> request::header(std::string_view name) const {
     for (const auto& h : headers)
-        if (boost::beast::iequals(h.name, name)) return h.value;
+        if (ascii_iequals(h.name, name)) return h.value;
     return std::nullopt;
 }
 

@@ -13,6 +13,7 @@ void request_data::clear() noexcept {
     req.target = {};
     req.path = {};
     req.query = {};
+    req.script_name = {};
     req.version = 11;
     req.headers.clear();
     if (req.body.capacity() > max_retained_body)

@@ -10,8 +10,6 @@
 namespace m0::http::detail {
 
 namespace {
-// Body bytes reserved up front at most, whatever Content-Length claims.
-constexpr std::uint64_t max_body_reserve = 1024 * 1024;
 constexpr std::string_view root_path = "/";
 
 const char* skip_ows(const char* p, const char* e) noexcept {
@@ -165,6 +163,9 @@ bool forbidden_as_trailer(std::string_view name) noexcept {
 
 void request_parser::start(request_data& out) {
     out_ = &out;
+    sink_ = &out.req.body;
+    sink_max_ = std::numeric_limits<std::size_t>::max();
+    body_received_ = 0;
     state_ = state::head;
     error_status_ = 0;
     error_reason_ = {};
@@ -552,7 +553,6 @@ parse_status request_parser::finish_head(const char* data, std::size_t head_end,
         state_ = state::done;
         return parse_status::complete;
     }
-    req.body.reserve(static_cast<std::size_t>(std::min(content_length_, max_body_reserve)));
     remaining_ = content_length_;
     state_ = state::body_length;
     return parse_status::head_done;
@@ -561,15 +561,17 @@ parse_status request_parser::finish_head(const char* data, std::size_t head_end,
 // ------------------------------------------------------------------- body
 
 parse_status request_parser::feed_body(const char* data, std::size_t size, std::size_t& consumed) {
-    std::string& body = out_->req.body;
+    std::string& body = *sink_;
     std::size_t pos = 0;
     for (;;) {
         switch (state_) {
         case state::body_length: {
-            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, size - pos));
+            const auto room = sink_max_ - std::min(sink_max_, body.size());
+            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>({remaining_, size - pos, room}));
             body.append(data + pos, n);
             pos += n;
             remaining_ -= n;
+            body_received_ += n;
             consumed = pos;
             if (remaining_ != 0) return parse_status::need_more;
             state_ = state::done;
@@ -590,16 +592,18 @@ parse_status request_parser::feed_body(const char* data, std::size_t size, std::
             if (remaining_ == 0) {
                 state_ = state::trailers;
             } else {
-                if (remaining_ > limits_->max_body_size - body.size()) return fail(413, "body over the limit");
+                if (remaining_ > limits_->max_body_size - body_received_) return fail(413, "body over the limit");
                 state_ = state::chunk_data;
             }
             break;
         }
         case state::chunk_data: {
-            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, size - pos));
+            const auto room = sink_max_ - std::min(sink_max_, body.size());
+            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>({remaining_, size - pos, room}));
             body.append(data + pos, n);
             pos += n;
             remaining_ -= n;
+            body_received_ += n;
             if (remaining_ != 0) {
                 consumed = pos;
                 return parse_status::need_more;

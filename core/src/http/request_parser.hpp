@@ -20,6 +20,8 @@
 // copied into the request.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -48,6 +50,21 @@ public:
     // the caller's buffer. Must not be called again after complete/error
     // without start().
     parse_status feed(const char* data, std::size_t size, std::size_t& consumed);
+
+    // Body bytes go to `sink` from now on, at most until it holds
+    // `max_size` bytes: feed() then stops consuming body bytes and reports
+    // need_more. start() points the sink at request::body, unbounded; a
+    // streamed body is pulled piece by piece into the caller's strings.
+    void set_body_sink(std::string* sink, std::size_t max_size) noexcept {
+        sink_ = sink;
+        sink_max_ = max_size;
+    }
+    // Bytes of a Content-Length body still to come; nullopt when chunked.
+    std::optional<std::uint64_t> body_left() const noexcept {
+        if (state_ == state::body_length) return remaining_;
+        if (state_ == state::done) return 0;
+        return std::nullopt;
+    }
 
     bool started() const noexcept { return out_ != nullptr; }
     // Some bytes of the current request were seen.
@@ -129,6 +146,9 @@ private:
     bool expect_continue_ = false;
 
     // Body.
+    std::string* sink_ = nullptr;
+    std::size_t sink_max_ = 0;
+    std::uint64_t body_received_ = 0;  // for max_body_size across sinks
     std::uint64_t remaining_ = 0;  // of the Content-Length body or chunk
     unsigned crlf_seen_ = 0;       // state::chunk_data_end
     std::size_t head_bytes_ = 0;   // for the trailer limits

@@ -44,6 +44,7 @@ void append_response_head(std::string& out, const head_spec& spec, std::string_v
     switch (spec.connection) {
     case connection_token::close: out.append("Connection: close\r\n"); break;
     case connection_token::keep_alive: out.append("Connection: keep-alive\r\n"); break;
+    case connection_token::upgrade: out.append("Connection: upgrade\r\n"); break;
     case connection_token::none: break;
     }
     if (spec.headers) {

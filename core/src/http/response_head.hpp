@@ -17,7 +17,7 @@ enum class body_framing {
     eof,      // delimited by closing the connection (HTTP/1.0)
 };
 
-enum class connection_token { none, close, keep_alive };
+enum class connection_token { none, close, keep_alive, upgrade };
 
 struct head_spec {
     unsigned status = 200;

@@ -23,6 +23,11 @@ void ignore_sigpipe_once() {
 }  // namespace
 
 void serve(worker_context& ctx, handler& h) {
+    // One mount of several: the core's server for this worker routes to h.
+    if (ctx.mount) {
+        ctx.mount->bind(h);
+        return;
+    }
     ignore_sigpipe_once();
     auto srv = std::make_shared<detail::server>(ctx, h);
     ctx.add_drain_hook([srv] { srv->drain(); });

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
 
 #include <m0/log.hpp>
 
+#include "http/byte_stream_impl.hpp"
 #include "http/exchange_impl.hpp"
 #include "http/server.hpp"
 
@@ -25,6 +27,18 @@ constexpr std::uint64_t output_high_water = 256 * 1024;
 // A closing connection discards at most this much input before it gives up.
 constexpr std::size_t max_linger_discard = 1024 * 1024;
 constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
+// Body bytes reserved up front at most, whatever Content-Length claims.
+constexpr std::uint64_t max_body_reserve = 1024 * 1024;
+// A streamed body its handler left unread is skipped up to this many bytes
+// after the response, to keep the connection; beyond it the connection
+// closes (reading a large upload nobody wants costs more than a reconnect).
+constexpr std::uint64_t max_unread_body_discard = 256 * 1024;
+
+boost::system::error_code body_error(unsigned status) {
+    if (status == 413) return asio::error::message_size;
+    if (status == 408) return asio::error::timed_out;
+    return boost::system::errc::make_error_code(boost::system::errc::bad_message);
+}
 }  // namespace
 
 session::session(std::shared_ptr<server> owner, asio::ip::tcp::socket socket)
@@ -73,7 +87,11 @@ void session::process() {
     bool backlogged = false;
     do {
         backlogged = false;
-        while (!closed_ && !active_ && !close_after_flush_) {
+        while (!closed_ && !active_ && !close_after_flush_ && !upgraded_) {
+            if (discarding_) {
+                if (!discard_body()) break;
+                continue;
+            }
             if (out_.pending() >= output_high_water) {
                 backlogged = true;
                 break;
@@ -100,8 +118,19 @@ void session::process() {
             if (status == parse_status::head_done) {
                 // The client waits for this before sending the body; if the
                 // body is already arriving it did not wait.
-                if (parser_.expects_continue() && building_->req.version >= 11 && rbegin_ == rend_)
-                    out_.append(continue_line);
+                const bool owe_continue =
+                    parser_.expects_continue() && building_->req.version >= 11 && rbegin_ == rend_;
+                if (server_->app().stream_body(building_->req)) {
+                    // The handler pulls the body; 100 Continue waits for
+                    // its first pull.
+                    continue_owed_ = owe_continue;
+                    body_open_ = true;
+                    dispatch();
+                    continue;
+                }
+                if (auto left = parser_.body_left())
+                    building_->req.body.reserve(static_cast<std::size_t>(std::min(*left, max_body_reserve)));
+                if (owe_continue) out_.append(continue_line);
                 continue;
             }
             dispatch();
@@ -141,9 +170,16 @@ bool session::ensure_read_space(bool may_grow) {
 
 void session::maybe_read() {
     if (closed_ || read_pending_ || peer_eof_) return;
+    // A streamed body, and an upgraded stream, are read only on demand: the
+    // client is held back by TCP flow control, not by our memory.
+    if (body_open_ && !pull_.fn) {
+        watch_for_reset();
+        return;
+    }
+    if (upgraded_ && !stream_read_) return;
     if (lingering_) {
         rbegin_ = rend_ = 0;
-    } else if (!ensure_read_space(!active_)) {
+    } else if (!ensure_read_space(!active_ || body_open_ || upgraded_)) {
         // Read-ahead while a request is in flight stops at a full buffer.
         // Otherwise the buffer is full at its largest size: a head line
         // longer than any limit allows.
@@ -153,6 +189,8 @@ void session::maybe_read() {
             else
                 send_error(431, "header line longer than the read buffer");
             flush();
+        } else if (active_) {
+            watch_for_reset();
         }
         return;
     }
@@ -169,16 +207,21 @@ void session::on_read(const error_code& ec, std::size_t n) {
     if (ec) {
         if (ec == asio::error::operation_aborted) return;
         if (ec != asio::error::eof || lingering_) {
-            if (ec != asio::error::eof) gone_ = true;
+            if (ec != asio::error::eof) mark_gone();
             close();
             return;
         }
         peer_eof_ = true;
+        if (upgraded_) {
+            deliver_stream_read();
+            return;
+        }
         if (active_) {
-            // The handler learns the client left; its response is still
-            // written in case the client only half-closed.
-            gone_ = true;
-            notify_drain();
+            // Half-close rule (see http.hpp): a client that shut down its
+            // sending side still reads, so it is not gone and its response
+            // is written in full, streamed or not; the connection closes
+            // after it. A streamed body being pulled ends short.
+            serve_pull();
             return;
         }
         process();  // answer complete requests already buffered, then close
@@ -193,15 +236,21 @@ void session::on_read(const error_code& ec, std::size_t n) {
         return;
     }
     rend_ += n;
+    if (upgraded_) {
+        deliver_stream_read();
+        return;
+    }
     if (phase_ == read_phase::body) set_read_deadline(after(limits_.body_timeout, clock::now()));
-    if (active_)
+    if (pull_.fn)
+        serve_pull();
+    else if (active_)
         maybe_read();
     else
         process();
 }
 
 void session::dispatch() {
-    parser_.stop();
+    if (!body_open_) parser_.stop();
     auto data = std::move(building_);
     data->req.remote = remote_;
     data->req.local = local_;
@@ -211,7 +260,7 @@ void session::dispatch() {
     version_ = data->req.version;
     is_head_ = data->is_head;
     resp_ = {};
-    auto ex = std::make_shared<exchange_impl>(shared_from_this(), std::move(data));
+    auto ex = std::make_shared<exchange_impl>(shared_from_this(), std::move(data), body_open_);
     active_ = ex.get();
     phase_ = read_phase::none;
     read_deadline_ = clock::time_point::max();
@@ -220,7 +269,7 @@ void session::dispatch() {
 }
 
 void session::update_read_phase(clock::time_point now) {
-    if (closed_ || lingering_) return;
+    if (closed_ || lingering_ || pull_.fn || upgraded_) return;  // those keep their own deadlines
     if (active_ || close_after_flush_) {
         phase_ = read_phase::none;
         read_deadline_ = clock::time_point::max();
@@ -261,6 +310,13 @@ void session::start_response(unsigned status, const std::vector<response_header>
     resp_.send_body = !is_head_ && framing != body_framing::none;
     resp_.remaining = length;
     if (server_->draining() || peer_eof_ || framing == body_framing::eof) keep_alive_ = false;
+    if (body_open_) {
+        // The handler answers before reading the whole body. A client still
+        // waiting for 100 Continue may never send it, and a long rest is not
+        // worth skipping: close after the response instead.
+        const auto left = parser_.body_left();
+        if (continue_owed_ || (left && *left > max_unread_body_discard)) keep_alive_ = false;
+    }
     if (closed_) return;
     head_spec spec;
     spec.status = status;
@@ -404,7 +460,7 @@ void session::abort(exchange_impl& ex) {
     if (active_ != &ex) return;
     // Dropping what is still queued is fine: the response is unusable, and
     // the close is what tells the client so.
-    gone_ = true;
+    mark_gone();
     close();
     finish_response();
 }
@@ -458,6 +514,21 @@ void session::finish_response() {
     auto& stats = server_->stats();
     stats.in_flight.fetch_sub(1, std::memory_order_relaxed);
     stats.requests.fetch_add(1, std::memory_order_relaxed);
+    gone_fns_.clear();  // the exchange is over: nobody waits for the client any more
+    drain_fns_.clear();
+    if (body_open_) {
+        body_open_ = false;
+        deliver_pull(asio::error::operation_aborted, false);
+        if (continue_owed_) {
+            close_after_flush_ = true;  // the body may never come
+        } else {
+            discarding_ = true;
+            discarded_ = 0;
+        }
+        continue_owed_ = false;
+        read_deadline_ = clock::time_point::max();
+        phase_ = read_phase::none;
+    }
     if (closed_) return;
     if (!keep_alive_ || server_->draining() || peer_eof_) close_after_flush_ = true;
     resp_ = {};
@@ -484,7 +555,7 @@ void session::flush() {
         int err = 0;
         const auto r = out_.flush(socket_.native_handle(), err);
         if (r == output_queue::result::failed) {
-            gone_ = true;
+            mark_gone();
             close();
             return;
         }
@@ -512,17 +583,21 @@ void session::on_writable(const error_code& ec) {
 }
 
 void session::when_drained(std::size_t below, std::function<void()> fn) {
-    drain_below_ = below;
-    drain_fn_ = std::move(fn);
+    drain_waiters_.push_back({below, std::move(fn)});
     notify_drain();
 }
 
 void session::notify_drain() {
-    if (!drain_fn_ || (!gone_ && out_.pending() > drain_below_)) return;
-    // Posted, never called inline: the waiter usually writes more and waits
-    // again, which must not recurse.
-    asio::post(server_->io(), std::move(drain_fn_));
-    drain_fn_ = nullptr;
+    if (drain_waiters_.empty()) return;
+    const auto pending = out_.pending();
+    // Posted, never called inline: a waiter usually writes more and waits
+    // again, which must not recurse or change the list under us.
+    auto it = std::remove_if(drain_waiters_.begin(), drain_waiters_.end(), [&](drain_waiter& w) {
+        if (!gone_ && !closed_ && pending > w.below) return false;
+        asio::post(server_->io(), std::move(w.fn));
+        return true;
+    });
+    drain_waiters_.erase(it, drain_waiters_.end());
 }
 
 void session::released(exchange_impl& ex, std::unique_ptr<request_data> data) noexcept {
@@ -539,6 +614,266 @@ void session::released(exchange_impl& ex, std::unique_ptr<request_data> data) no
         data->clear();
         spare_ = std::move(data);
     }
+}
+
+// ---------------------------------------------------------------- streamed request bodies
+
+void session::read_body(exchange_impl& ex, std::size_t max_bytes, body_handler fn) {
+    auto answer = [this, &fn](error_code ec, bool last) {
+        asio::post(server_->io(), [fn = std::move(fn), ec, last] { fn(ec, std::string(), last); });
+    };
+    if (closed_) return answer(asio::error::connection_reset, false);
+    if (active_ != &ex) return answer(asio::error::operation_aborted, false);
+    if (!body_open_) return answer({}, true);  // the end was delivered already
+    if (pull_.fn) return answer(asio::error::already_started, false);
+    pull_.max = std::max<std::size_t>(max_bytes, 1);
+    pull_.fn = std::move(fn);
+    if (continue_owed_) {
+        continue_owed_ = false;
+        // Once the response has begun an interim answer would come too late.
+        if (!resp_.begun && rbegin_ == rend_) {
+            out_.append(continue_line);
+            flush();
+            if (closed_) return;
+        }
+    }
+    serve_pull();
+}
+
+void session::serve_pull() {
+    if (!pull_.fn || closed_) return;
+    pull_chunk_.clear();
+    parser_.set_body_sink(&pull_chunk_, pull_.max);
+    for (;;) {
+        auto status = parse_status::need_more;
+        if (rbegin_ < rend_) {
+            std::size_t used = 0;
+            status = parser_.feed(rbuf_.get() + rbegin_, rend_ - rbegin_, used);
+            rbegin_ += used;
+            if (rbegin_ == rend_ && !read_pending_) rbegin_ = rend_ = 0;
+        }
+        if (status == parse_status::error) {
+            body_failed(parser_.error_status(), parser_.error_reason());
+            return;
+        }
+        if (status == parse_status::complete) {
+            body_open_ = false;
+            parser_.stop();
+            deliver_pull({}, true);
+            return;
+        }
+        if (pull_chunk_.size() >= pull_.max || read_pending_ || peer_eof_) break;
+        // Take what the socket already holds, without waiting, so one pull
+        // gets up to max_bytes rather than one read buffer.
+        if (!ensure_read_space(true)) {
+            if (!pull_chunk_.empty()) break;
+            body_failed(400, "chunk or trailer line longer than the read buffer");
+            return;
+        }
+        error_code ec;
+        const std::size_t n = socket_.read_some(asio::buffer(rbuf_.get() + rend_, rcap_ - rend_), ec);
+        if (ec == asio::error::would_block || ec == asio::error::try_again) break;
+        if (ec == asio::error::eof) {
+            peer_eof_ = true;
+            break;
+        }
+        if (ec) {
+            mark_gone();
+            close();
+            return;
+        }
+        rend_ += n;
+    }
+    if (!pull_chunk_.empty()) {
+        deliver_pull({}, false);
+        return;
+    }
+    if (peer_eof_) {
+        // The client ended its side before the end of the body.
+        body_open_ = false;
+        parser_.stop();
+        deliver_pull(asio::error::eof, false);
+        return;
+    }
+    // Nothing buffered: wait for the socket, for at most body_timeout.
+    phase_ = read_phase::body;
+    set_read_deadline(after(limits_.body_timeout, clock::now()));
+    maybe_read();
+}
+
+void session::deliver_pull(const error_code& ec, bool last) {
+    // The parser must never write into a sink nobody reads.
+    discard_sink_.clear();
+    parser_.set_body_sink(&discard_sink_, 0);
+    if (!pull_.fn) return;
+    if (!discarding_) {
+        phase_ = read_phase::none;
+        read_deadline_ = clock::time_point::max();
+    }
+    asio::post(server_->io(), [fn = std::move(pull_.fn), ec, last, chunk = std::move(pull_chunk_)]() mutable {
+        fn(ec, std::move(chunk), last);
+    });
+    pull_.fn = nullptr;
+    pull_chunk_ = std::string();
+}
+
+void session::body_failed(unsigned status, std::string_view reason) {
+    body_open_ = false;
+    continue_owed_ = false;
+    parser_.stop();
+    deliver_pull(body_error(status), false);
+    if (!active_) {
+        log_rejection(status, reason);
+        close();
+        return;
+    }
+    if (!resp_.begun) {
+        // Answered on the handler's behalf; its later calls find the
+        // exchange finished and are ignored.
+        send_error(status, reason);
+        keep_alive_ = false;
+        finish_response();
+        return;
+    }
+    log_rejection(status, reason);
+    mark_gone();
+    close();
+    finish_response();
+}
+
+bool session::discard_body() {
+    discard_sink_.clear();
+    parser_.set_body_sink(&discard_sink_, static_cast<std::size_t>(max_unread_body_discard - discarded_));
+    std::size_t used = 0;
+    const auto status = parser_.feed(rbuf_.get() + rbegin_, rend_ - rbegin_, used);
+    rbegin_ += used;
+    if (rbegin_ == rend_ && !read_pending_) rbegin_ = rend_ = 0;
+    discarded_ += discard_sink_.size();
+    discard_sink_.clear();
+    if (status == parse_status::complete) {
+        discarding_ = false;
+        parser_.stop();
+        return true;
+    }
+    if (status == parse_status::error || discarded_ >= max_unread_body_discard || peer_eof_) {
+        discarding_ = false;
+        parser_.stop();
+        close_after_flush_ = true;
+    }
+    return false;
+}
+
+void session::on_drain(exchange_impl& ex, std::function<void()> fn) {
+    if (active_ != &ex || closed_) return;
+    if (server_->draining()) {
+        asio::post(server_->io(), std::move(fn));
+        return;
+    }
+    drain_fns_.push_back(std::move(fn));
+}
+
+void session::on_client_gone(exchange_impl& ex, std::function<void()> fn) {
+    if (active_ != &ex) return;  // the response ended: nothing to report
+    if (gone_) {
+        asio::post(server_->io(), std::move(fn));
+        return;
+    }
+    gone_fns_.push_back(std::move(fn));
+}
+
+// ---------------------------------------------------------------- upgrade
+
+std::shared_ptr<byte_stream> session::upgrade(exchange_impl& ex, const std::vector<response_header>& headers) {
+    if (active_ != &ex || resp_.begun || closed_ || gone_ || close_after_flush_ || version_ < 11 || body_open_ ||
+        server_->draining())
+        return nullptr;
+    head_spec spec;
+    spec.status = 101;
+    spec.headers = &headers;
+    spec.framing = body_framing::none;
+    spec.connection = connection_token::upgrade;
+    auto& buf = out_.tail();
+    const auto before = buf.size();
+    append_response_head(buf, spec, server_->date());
+    out_.added(buf.size() - before);
+    // The exchange is finished; the connection stays open and counted, as
+    // the stream, until its owner or a force-close closes it.
+    upgraded_ = true;
+    keep_alive_ = false;
+    active_ = nullptr;
+    auto& stats = server_->stats();
+    stats.in_flight.fetch_sub(1, std::memory_order_relaxed);
+    stats.requests.fetch_add(1, std::memory_order_relaxed);
+    gone_fns_.clear();
+    drain_fns_.clear();  // the exchange's; the stream registers its own
+    resp_ = {};
+    phase_ = read_phase::none;
+    read_deadline_ = clock::time_point::max();
+    if (!processing_) flush();
+    return std::make_shared<byte_stream_impl>(shared_from_this());
+}
+
+void session::stream_read(byte_stream::read_handler fn) {
+    if (closed_ || close_after_flush_) {
+        asio::post(server_->io(), [fn = std::move(fn)] { fn(asio::error::operation_aborted, {}); });
+        return;
+    }
+    if (stream_read_) {
+        asio::post(server_->io(), [fn = std::move(fn)] { fn(asio::error::already_started, {}); });
+        return;
+    }
+    stream_read_ = std::move(fn);
+    deliver_stream_read();
+}
+
+void session::deliver_stream_read() {
+    if (!stream_read_) return;
+    if (rbegin_ < rend_) {
+        // Copied: the read buffer is reused before a posted call runs.
+        std::string data(rbuf_.get() + rbegin_, rend_ - rbegin_);
+        rbegin_ = rend_;
+        if (!read_pending_) rbegin_ = rend_ = 0;
+        asio::post(server_->io(), [fn = std::move(stream_read_), data = std::move(data)] { fn({}, data); });
+        stream_read_ = nullptr;
+        return;
+    }
+    if (peer_eof_) {
+        asio::post(server_->io(), [fn = std::move(stream_read_)] { fn(asio::error::eof, {}); });
+        stream_read_ = nullptr;
+        return;
+    }
+    maybe_read();
+}
+
+void session::stream_write(std::string&& data) {
+    if (stream_closed() || data.empty()) return;
+    out_.push(std::move(data));
+    if (!processing_) flush();
+}
+
+void session::stream_write_shared(std::shared_ptr<const std::string> data) {
+    if (stream_closed()) return;
+    out_.push_shared(std::move(data));
+    if (!processing_) flush();
+}
+
+void session::stream_on_drain(std::function<void()> fn) {
+    if (closed_) return;
+    if (server_->draining()) {
+        asio::post(server_->io(), std::move(fn));
+        return;
+    }
+    drain_fns_.push_back(std::move(fn));
+}
+
+void session::stream_close() {
+    if (stream_closed()) return;
+    close_after_flush_ = true;
+    drain_fns_.clear();
+    if (stream_read_)
+        asio::post(server_->io(), [fn = std::move(stream_read_)] { fn(asio::error::operation_aborted, {}); });
+    stream_read_ = nullptr;
+    if (!processing_) flush();
 }
 
 // ---------------------------------------------------------------- closing
@@ -562,18 +897,52 @@ void session::start_linger() {
 void session::close() {
     if (closed_) return;
     closed_ = true;
-    gone_ = true;
+    mark_gone();
     error_code ec;
     socket_.close(ec);
     timer_.cancel();
     out_.clear();
     parser_.stop();
+    body_open_ = discarding_ = false;
     server_->session_closed(*this, true);
+    deliver_pull(asio::error::connection_reset, false);
+    if (stream_read_) asio::post(server_->io(), [fn = std::move(stream_read_)] { fn(asio::error::operation_aborted, {}); });
+    stream_read_ = nullptr;
+    drain_fns_.clear();
     notify_drain();
 }
 
+void session::watch_for_reset() {
+    if (error_wait_pending_ || closed_) return;
+    error_wait_pending_ = true;
+    socket_.async_wait(asio::socket_base::wait_error, [self = shared_from_this()](const error_code& ec) {
+        self->error_wait_pending_ = false;
+        if (ec || self->closed_) return;
+        // Also woken by urgent data: only a pending socket error (a reset)
+        // means the client is gone. Not re-armed either way, so urgent data
+        // cannot make it spin; reads and writes still see a reset.
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (::getsockopt(self->socket_.native_handle(), SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0) {
+            self->mark_gone();
+            self->close();
+        }
+    });
+}
+
+void session::mark_gone() {
+    gone_ = true;
+    for (auto& fn : gone_fns_) asio::post(server_->io(), std::move(fn));
+    gone_fns_.clear();
+}
+
 void session::drain() {
-    if (closed_ || active_ || close_after_flush_) return;
+    if (closed_) return;
+    // A held response or an upgraded stream is told to finish: its owner
+    // ends the body or its protocol, then the connection closes.
+    for (auto& fn : drain_fns_) asio::post(server_->io(), std::move(fn));
+    drain_fns_.clear();
+    if (upgraded_ || active_ || close_after_flush_) return;
     if (parser_.got_some() || rend_ > rbegin_) return;  // a request is arriving: answer it, then close
     close_after_flush_ = true;
     if (out_.empty() && !write_wait_pending_)
@@ -582,7 +951,9 @@ void session::drain() {
 
 void session::force_close() {
     if (closed_) return;
-    server_->stats().force_closed.fetch_add(1, std::memory_order_relaxed);
+    // A lingering connection has written its last response in full and only
+    // waits for the client to read it: closing it cuts nothing.
+    if (!lingering_) server_->stats().force_closed.fetch_add(1, std::memory_order_relaxed);
     close();
 }
 
@@ -618,13 +989,19 @@ void session::on_timer(const error_code& ec) {
     if (ec || closed_) return;
     const auto now = clock::now();
     if (now >= write_deadline_) {
-        gone_ = true;  // the client stopped reading
+        mark_gone();  // the client stopped reading
         close();
         return;
     }
     if (now >= read_deadline_) {
-        if (lingering_ || phase_ == read_phase::idle) {
+        if (lingering_ || phase_ == read_phase::idle || discarding_) {
             close();
+            return;
+        }
+        if (pull_.fn) {
+            body_failed(408, "body read timeout");
+            if (closed_) return;
+            arm_timer(now);
             return;
         }
         send_error(408, phase_ == read_phase::body ? "body read timeout" : "header timeout");

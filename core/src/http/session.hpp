@@ -64,6 +64,19 @@ public:
     std::size_t pending_bytes() const noexcept { return static_cast<std::size_t>(out_.pending()); }
     void when_drained(std::size_t below, std::function<void()> fn);
     bool client_gone() const noexcept { return gone_; }
+    void read_body(exchange_impl& ex, std::size_t max_bytes, body_handler fn);
+    bool body_pending(const exchange_impl& ex) const noexcept { return active_ == &ex && body_open_; }
+    void on_client_gone(exchange_impl& ex, std::function<void()> fn);
+    void on_drain(exchange_impl& ex, std::function<void()> fn);
+    std::shared_ptr<byte_stream> upgrade(exchange_impl& ex, const std::vector<response_header>& headers);
+
+    // Called by byte_stream_impl once the connection was upgraded.
+    void stream_read(byte_stream::read_handler fn);
+    void stream_write(std::string&& data);
+    void stream_write_shared(std::shared_ptr<const std::string> data);
+    void stream_on_drain(std::function<void()> fn);
+    void stream_close();
+    bool stream_closed() const noexcept { return closed_ || close_after_flush_; }
     // The exchange is being destroyed; takes back its buffers for reuse.
     void released(exchange_impl& ex, std::unique_ptr<request_data> data) noexcept;
     boost::asio::io_context& io() noexcept;
@@ -85,6 +98,25 @@ private:
     void on_read(const boost::system::error_code& ec, std::size_t n);
     void dispatch();
     void update_read_phase(clock::time_point now);
+
+    // Streamed request body.
+    // Parses the pending pull's piece from buffered and readily available
+    // bytes; waits for the socket if there are none.
+    void serve_pull();
+    void deliver_pull(const boost::system::error_code& ec, bool last);
+    // The streamed body cannot be completed (413, 408, 400): answers on the
+    // handler's behalf if its response has not begun, else closes.
+    void body_failed(unsigned status, std::string_view reason);
+    // Skips the rest of a body its handler left unread; false while more
+    // input is needed or once the connection must close instead.
+    bool discard_body();
+    void mark_gone();
+    // While the socket is not read for an exchange (a streamed body waiting
+    // for its next pull, a full read-ahead buffer), waits for a socket
+    // error so a reset is still noticed.
+    void watch_for_reset();
+    // Hands buffered bytes to the upgraded stream's pending read.
+    void deliver_stream_read();
     std::unique_ptr<request_data> take_request_data();
 
     // Response side.
@@ -138,8 +170,32 @@ private:
     std::uint32_t served_ = 0;
 
     output_queue out_;
-    std::size_t drain_below_ = 0;
-    std::function<void()> drain_fn_;
+    struct drain_waiter {
+        std::size_t below;
+        std::function<void()> fn;
+    };
+    std::vector<drain_waiter> drain_waiters_;
+    std::vector<std::function<void()>> gone_fns_;  // of the active exchange
+    // Told when the worker drains: the active exchange's, or the stream's.
+    std::vector<std::function<void()>> drain_fns_;
+
+    // Streamed request body of the active exchange (handler::stream_body).
+    struct body_pull {
+        std::size_t max = 0;
+        body_handler fn;
+    };
+    body_pull pull_;
+    std::string pull_chunk_;      // the parser's sink while a pull is served
+    std::string discard_sink_;
+    std::uint64_t discarded_ = 0;
+    bool body_open_ = false;      // the parser is inside the active exchange's streamed body
+    bool continue_owed_ = false;  // the client waits for 100 Continue before sending it
+    bool discarding_ = false;     // the response ended first: skipping the rest
+
+    // After 101 Switching Protocols (upgrade).
+    bool upgraded_ = false;
+    byte_stream::read_handler stream_read_;
+    std::vector<std::function<void()>> stream_drain_fns_;
 
     read_phase phase_ = read_phase::none;
     clock::time_point read_deadline_ = clock::time_point::max();
@@ -149,6 +205,7 @@ private:
     bool processing_ = false;
     bool read_pending_ = false;
     bool write_wait_pending_ = false;
+    bool error_wait_pending_ = false;
     bool close_after_flush_ = false;
     bool lingering_ = false;
     bool peer_eof_ = false;

@@ -22,6 +22,7 @@
 #include <m0/log.hpp>
 #include <m0/reactor_pass.hpp>
 
+#include "scheduler/combined_lane.hpp"
 #include "scheduler/listen_socket.hpp"
 #include "scheduler/worker_listeners.hpp"
 
@@ -157,7 +158,12 @@ struct scheduler::worker {
 };
 
 scheduler::scheduler(frontend& fe, executor& ex, scheduler_options options)
-    : frontend_(fe), executor_(ex), options_(std::move(options)), state_(std::make_shared<shared_state>()) {
+    : scheduler(fe, std::vector<executor*>{&ex}, std::move(options)) {}
+
+scheduler::scheduler(frontend& fe, std::vector<executor*> executors, scheduler_options options)
+    : frontend_(fe), executors_(std::move(executors)), options_(std::move(options)),
+      state_(std::make_shared<shared_state>()) {
+    if (executors_.empty()) throw std::invalid_argument("no executor given");
     if (options_.workers < 1 || options_.workers > max_workers) {
         throw std::invalid_argument("server.threads must be between 1 and " + std::to_string(max_workers) +
                                     ", got " + std::to_string(options_.workers));
@@ -201,7 +207,15 @@ void scheduler::start() {
             w->waker = std::make_shared<eventfd_waker>();
             w->watch = std::make_unique<wake_watch>(*w->io, *w->waker);
             w->reactor = std::make_shared<worker_reactor_handle>(*w->io, i);
-            w->lane = executor_.make_lane(w->waker);
+            // The loop serves one lane: the executor's, or all of them combined.
+            std::vector<std::unique_ptr<executor_lane>> lanes;
+            for (auto* ex : executors_) lanes.push_back(ex->make_lane(w->waker));
+            for (auto& l : lanes) w->ctx.executor_lanes.push_back(l.get());
+            w->ctx.lane = lanes.front().get();
+            if (lanes.size() == 1)
+                w->lane = std::move(lanes.front());
+            else
+                w->lane = std::make_unique<combined_lane>(std::move(lanes));
             for (std::size_t a = 0; a < addresses.size(); ++a) {
                 if (strategy == listener_strategy::reuseport) {
                     // Bound serially; a port 0 is resolved by the first worker
@@ -219,7 +233,6 @@ void scheduler::start() {
             ctx.io = w->io;
             for (auto& l : w->listeners) ctx.listeners.push_back(l.get());
             ctx.stop_flag = &state_->stop;
-            ctx.lane = w->lane.get();
             ctx.stats = &w->stats;
             ctx.limits = &options_.limits;
             ctx.reactor = w->reactor;
@@ -346,9 +359,19 @@ void scheduler::run_worker(worker& w) {
     notify();
 }
 
+// The phase only ever rises: a hard stop raised by shutdown() from another
+// thread must not be lowered back to a drain by a drain() starting late.
+void scheduler::raise_phase(int to) {
+    int current = state_->phase.load(std::memory_order_acquire);
+    while (current < to && !state_->phase.compare_exchange_weak(current, to, std::memory_order_acq_rel)) {
+    }
+}
+
 std::vector<worker_report> scheduler::drain(std::chrono::milliseconds timeout) {
+    // One drain at a time: a second caller (a hard stop racing the drain it
+    // interrupts) waits for the first and gets its reports.
+    std::lock_guard drain_lock(drain_mutex_);
     if (finished_ || !started_) return reports_;
-    drain_running_.store(true, std::memory_order_release);
     auto& state = *state_;
     auto wake_all = [&] {
         for (auto& w : workers_)
@@ -364,13 +387,13 @@ std::vector<worker_report> scheduler::drain(std::chrono::milliseconds timeout) {
     };
 
     bool all_done = false;
-    if (timeout > std::chrono::milliseconds::zero()) {
-        state.phase.store(draining, std::memory_order_release);
+    if (timeout > std::chrono::milliseconds::zero() && !state.stop.load(std::memory_order_acquire)) {
+        raise_phase(draining);
         wake_all();
         all_done = wait_all_until(std::chrono::steady_clock::now() + timeout);
     }
     if (!all_done) {
-        state.phase.store(force_closing, std::memory_order_release);
+        raise_phase(force_closing);
         wake_all();
         all_done = wait_all_until(std::chrono::steady_clock::now() + exit_grace);
         state.stop.store(true, std::memory_order_release);
@@ -397,22 +420,22 @@ std::vector<worker_report> scheduler::drain(std::chrono::milliseconds timeout) {
         r.error = w->detached ? std::string() : w->error;
         reports_.push_back(std::move(r));
     }
-    drain_running_.store(false, std::memory_order_release);
     return reports_;
 }
 
 void scheduler::shutdown() {
-    if (drain_running_.load(std::memory_order_acquire)) {
-        // drain() is waiting on another thread: turn it into a hard stop.
-        state_->phase.store(force_closing, std::memory_order_release);
-        state_->stop.store(true, std::memory_order_release);
+    // Raise the hard stop first, whatever else runs: a drain under way on
+    // another thread (or about to start there) then ends at once. The phase
+    // rises before the stop flag, so workers force-close before they leave.
+    raise_phase(force_closing);
+    state_->stop.store(true, std::memory_order_release);
+    {
         std::lock_guard lock(state_->io_mutex);
         if (state_->ios_alive)
             for (auto& w : workers_)
                 if (w->io && !w->detached) boost::asio::post(*w->io, [] {});
-        return;
     }
-    if (finished_ || !started_) return;
+    // Then join (or wait for the drain that does).
     drain(std::chrono::milliseconds::zero());
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,10 @@ public:
     // Throws std::invalid_argument for workers outside 1..256, before any
     // thread starts.
     scheduler(frontend& fe, executor& ex, scheduler_options options);
+    // Several executors (`executors:` / `mounts:`): each worker gets a lane of
+    // every one (worker_context::executor_lanes, `lane` is the first's) and
+    // its loop polls them all. At least one.
+    scheduler(frontend& fe, std::vector<executor*> executors, scheduler_options options);
     ~scheduler();
     scheduler(const scheduler&) = delete;
     scheduler& operator=(const scheduler&) = delete;
@@ -90,13 +95,14 @@ private:
     void stop_and_join_all();
 
     frontend& frontend_;
-    executor& executor_;
+    std::vector<executor*> executors_;
     scheduler_options options_;
     std::shared_ptr<shared_state> state_;
     std::vector<std::unique_ptr<worker>> workers_;
     std::vector<int> shared_fds_;
     std::vector<boost::asio::ip::tcp::endpoint> bound_;
-    std::atomic<bool> drain_running_{false};
+    void raise_phase(int to);
+    std::mutex drain_mutex_;  // held for the whole of drain()
     bool started_ = false;
     bool finished_ = false;
     std::vector<worker_report> reports_;

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <ctime>
@@ -24,6 +25,7 @@
 #include "config/server_config.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "scheduler/scheduler.hpp"
+#include "server/composed_frontend.hpp"
 #include "server/port_reservation.hpp"
 #include "server/supervisor.hpp"
 
@@ -55,72 +57,20 @@ std::vector<std::string> search_dirs_for(const server_config& cfg) {
     return plugin_loader::default_search_dirs(cfg.plugin_paths);
 }
 
-// The frontend and the modules of a deployment as the one frontend the
-// scheduler runs: every hook goes to each module (in config order), then to
-// the frontend; the stopping hooks in reverse.
-class composed_frontend final : public frontend {
-public:
-    composed_frontend(frontend& fe, std::vector<module*> modules) : fe_(fe), modules_(std::move(modules)) {}
+// How to build one executor of the deployment, kept so that each serving
+// process under server.workers builds its own.
+struct executor_spec {
+    std::string name;     // from `executors:` or "default"; empty: a mount's unnamed executor
+    std::string type;
+    config_node section;  // the plugin's section: <executor>.<type>
+};
 
-    void prepare(executor& ex) override {
-        for (auto* m : modules_) m->prepare(ex);
-        fe_.prepare(ex);
-    }
-    // On a failure the pieces already started are stopped again, in reverse.
-    void start_serving(serving_context& ctx) override {
-        started_ = 0;
-        try {
-            for (auto* m : modules_) {
-                m->start_serving(ctx);
-                ++started_;
-            }
-            fe_.start_serving(ctx);
-            ++started_;
-        } catch (...) {
-            stop_serving(ctx);
-            throw;
-        }
-    }
-    void start_worker(worker_context& ctx) override {
-        for (auto* m : modules_) m->start_worker(ctx);
-        fe_.start_worker(ctx);
-    }
-    void stop_worker(worker_context& ctx) override {
-        fe_.stop_worker(ctx);
-        for (auto it = modules_.rbegin(); it != modules_.rend(); ++it) (*it)->stop_worker(ctx);
-    }
-    void stop_serving(serving_context& ctx) override {
-        for (std::size_t i = started_; i-- > 0;) {
-            try {
-                if (i == modules_.size())
-                    fe_.stop_serving(ctx);
-                else
-                    modules_[i]->stop_serving(ctx);
-            } catch (const std::exception& e) {
-                log::error(std::string("stop_serving failed: ") + e.what());
-            }
-        }
-        started_ = 0;
-    }
-    void before_fork() override {
-        for (auto* m : modules_) m->before_fork();
-        fe_.before_fork();
-    }
-    void after_fork_parent() override {
-        fe_.after_fork_parent();
-        for (auto it = modules_.rbegin(); it != modules_.rend(); ++it) (*it)->after_fork_parent();
-    }
-    void after_fork_child() override {
-        for (auto* m : modules_) m->after_fork_child();
-        fe_.after_fork_child();
-    }
-    bool needs_per_worker_listeners() const override { return fe_.needs_per_worker_listeners(); }
-    const char* default_executor() const override { return fe_.default_executor(); }
-
-private:
-    frontend& fe_;
-    std::vector<module*> modules_;
-    std::size_t started_ = 0;  // modules (then the frontend) whose start_serving returned
+// A frontend of the deployment: the single `frontend:` at "/", or a mount.
+struct mounted_frontend {
+    std::string prefix;  // canonical: "" for "/"
+    std::string type;
+    std::unique_ptr<frontend> fe;
+    std::size_t executor = 0;  // index into deployment::executor_specs / executors
 };
 
 // The pieces of one deployment, built and validated before anything starts.
@@ -131,9 +81,10 @@ struct deployment {
     // Before the plugins that register in it, so it is destroyed after them.
     std::unique_ptr<service_registry> services;
     std::vector<std::unique_ptr<module>> modules;
-    std::unique_ptr<frontend> fe;
+    std::vector<mounted_frontend> frontends;
     std::unique_ptr<composed_frontend> composed;
-    std::unique_ptr<executor> ex;
+    std::vector<executor_spec> executor_specs;
+    std::vector<std::unique_ptr<executor>> executors;  // one per spec
 };
 
 plugin_context context_for(deployment& d, const config_node& section, const config_node& root) {
@@ -146,24 +97,102 @@ plugin_context context_for(deployment& d, const config_node& section, const conf
     return ctx;
 }
 
-// The executor named by the config (or the frontend's default).
-std::unique_ptr<executor> make_executor(deployment& d) {
+std::unique_ptr<executor> make_executor(deployment& d, const executor_spec& spec) {
+    if (spec.type == "inline") return make_inline_executor();
     config_node root = d.doc.root();
-    std::string executor_type = d.cfg.executor_type.empty() ? d.fe->default_executor() : d.cfg.executor_type;
-    // Records the frontend's default as effective, so --check shows which executor runs.
-    (void)root.child("executor").string("type", executor_type);
-    if (executor_type == "inline") return make_inline_executor();
-    config_node executor_section = root.child("executor").child(executor_type);
-    plugin_context ectx = context_for(d, executor_section, root);
-    const auto& ep = d.loader->load(plugin_kind::executor, executor_type);
+    plugin_context ectx = context_for(d, spec.section, root);
+    const auto& ep = d.loader->load(plugin_kind::executor, spec.type);
     auto ex = ep.descriptor->make_executor(ectx);
-    if (!ex) throw std::runtime_error("executor plugin '" + executor_type + "' returned no executor");
+    if (!ex) throw std::runtime_error("executor plugin '" + spec.type + "' returned no executor");
     return ex;
 }
 
-// A top-level section the core does not own names a module plugin; one that
-// no plugin provides is a config error at that key (a typo of a core section,
-// most likely).
+void make_executors(deployment& d) {
+    d.executors.clear();
+    for (const auto& spec : d.executor_specs) d.executors.push_back(make_executor(d, spec));
+}
+
+std::vector<executor*> executor_pointers(const deployment& d) {
+    std::vector<executor*> out;
+    for (const auto& ex : d.executors) out.push_back(ex.get());
+    return out;
+}
+
+std::unique_ptr<frontend> make_frontend(deployment& d, const std::string& type, const config_node& section,
+                                        const config_node& root) {
+    plugin_context fctx = context_for(d, section, root);
+    const auto& fp = d.loader->load(plugin_kind::frontend, type);
+    auto fe = fp.descriptor->make_frontend(fctx);
+    if (!fe) throw std::runtime_error("frontend plugin '" + type + "' returned no frontend");
+    return fe;
+}
+
+// The executors `executors:` and `executor:` declare, then the frontends,
+// each on the executor it names or on an unnamed one of its default type
+// (settings from `executor.<type>` if present, as without mounts).
+void build_frontends(deployment& d, const config_node& root) {
+    for (const auto& e : d.cfg.executors) {
+        const config_node owner = e.name == "default" ? root.child("executor") : root.child("executors").child(e.name);
+        d.executor_specs.push_back({e.name, e.type, owner.child(e.type)});
+    }
+    auto executor_for = [&](const std::string& name, const frontend& fe) -> std::size_t {
+        for (std::size_t i = 0; i < d.executor_specs.size(); ++i)
+            if (!name.empty() && d.executor_specs[i].name == name) return i;
+        const std::string type = fe.default_executor();
+        d.executor_specs.push_back({"", type, root.child("executor").child(type)});
+        return d.executor_specs.size() - 1;
+    };
+    if (d.cfg.mounts.empty()) {
+        auto fe = make_frontend(d, d.cfg.frontend_type, root.child("frontend"), root);
+        // Records the frontend's default as effective, so --check shows which executor runs.
+        if (d.cfg.executor_type.empty()) (void)root.child("executor").string("type", fe->default_executor());
+        const std::size_t ex = executor_for(d.cfg.executor_type.empty() ? "" : "default", *fe);
+        d.frontends.push_back({"", d.cfg.frontend_type, std::move(fe), ex});
+        return;
+    }
+    const auto items = root.child("mounts").items();
+    for (const auto& m : d.cfg.mounts) {
+        auto fe = make_frontend(d, m.frontend_type, items[m.index].child("frontend"), root);
+        const std::size_t ex = executor_for(m.executor, *fe);
+        d.frontends.push_back({m.prefix, m.frontend_type, std::move(fe), ex});
+    }
+}
+
+// "executor pool" or "executors app=pool /static=inline", for the start-up
+// line; a mount's unnamed executor goes by its mount.
+std::string describe_executors(const deployment& d) {
+    if (d.executors.size() == 1) return "executor " + std::string(d.executors.front()->name());
+    std::string out = "executors";
+    for (std::size_t i = 0; i < d.executors.size(); ++i) {
+        std::string name = d.executor_specs[i].name;
+        for (const auto& f : d.frontends)
+            if (name.empty() && f.executor == i) name = f.prefix.empty() ? "/" : f.prefix;
+        out += " " + name + "=" + std::string(d.executors[i]->name());
+    }
+    return out;
+}
+
+// Stops every executor, waiting executor_stop_grace for each; returns the
+// threads left inside application code.
+unsigned stop_executors(deployment& d) {
+    unsigned stuck = 0;
+    for (auto& ex : d.executors) stuck += ex->stop(executor_stop_grace);
+    return stuck;
+}
+
+// "frontend http" or "mounts /static=http /app=wsgi", for the start-up line.
+std::string describe_frontends(const deployment& d) {
+    if (d.cfg.mounts.empty()) return "frontend " + d.cfg.frontend_type;
+    std::string out = "mounts";
+    for (const auto& f : d.frontends) out += " " + (f.prefix.empty() ? std::string("/") : f.prefix) + "=" + f.type;
+    return out;
+}
+
+// A top-level section the core does not own is a module plugin's when one of
+// that name is found: the module is built. Otherwise it is left to the other
+// plugins (`python` is read by those that embed CPython) and refused once
+// every plugin was built if none read it (null here). A likely typo of a core
+// section is refused at once.
 std::unique_ptr<module> make_module(deployment& d, const std::string& name, const config_node& root) {
     const config_node section = root.child(name);
     const loaded_plugin* plugin = nullptr;
@@ -172,12 +201,9 @@ std::unique_ptr<module> make_module(deployment& d, const std::string& name, cons
     } catch (const plugin_error& e) {
         const std::string why = e.what();
         if (why.rfind("no module plugin", 0) != 0 && why.rfind("invalid module plugin name", 0) != 0) throw;
-        std::string msg = "unknown section '" + name + "'";
         if (auto near = nearest_key(name, core_sections))
-            msg += " (did you mean '" + *near + "'?)";
-        else
-            msg += ": neither a core section nor a module plugin (m0-module-" + name + ".so) found in the plugin path";
-        section.fail("", msg);
+            section.fail("", "unknown section '" + name + "' (did you mean '" + *near + "'?)");
+        return nullptr;
     }
     plugin_context ctx = context_for(d, section, root);
     auto m = plugin->descriptor->make_module(ctx);
@@ -185,31 +211,36 @@ std::unique_ptr<module> make_module(deployment& d, const std::string& name, cons
     return m;
 }
 
+// After every plugin validated its section: what no getter read is read by
+// nothing, a section a plugin of another deployment would read, or a typo.
+void refuse_unread_sections(const deployment& d, const config_node& root) {
+    for (const auto& name : d.doc.unread_sections()) {
+        if (std::find(core_sections.begin(), core_sections.end(), name) != core_sections.end())
+            root.child(name).fail("", "section '" + name + "' is read by nothing in this deployment");
+        root.child(name).fail("", "unknown section '" + name + "': neither a core section nor a module plugin (m0-module-" +
+                                      name + ".so) found in the plugin path, and no plugin of this deployment reads it");
+    }
+}
+
 deployment build_deployment(const run_options& options) {
-    deployment d{load_document(options), {}, nullptr, std::make_unique<service_registry>(), {}, nullptr, nullptr, nullptr};
+    deployment d{load_document(options), {}, nullptr, std::make_unique<service_registry>(), {}, {}, nullptr, {}, {}};
     config_node root = d.doc.root();
     d.cfg = parse_server_config(root);
     log::set_level(parse_level(d.cfg.log_level));
     d.loader = std::make_unique<plugin_loader>(search_dirs_for(d.cfg));
 
-    // Modules first: they provide services the frontend may look up.
-    for (const auto& name : d.cfg.module_sections) d.modules.push_back(make_module(d, name, root));
+    // Modules first: they provide services the frontends may look up.
+    for (const auto& name : d.cfg.module_sections)
+        if (auto m = make_module(d, name, root)) d.modules.push_back(std::move(m));
+    build_frontends(d, root);
+    make_executors(d);
 
-    config_node frontend_section = root.child("frontend");
-    plugin_context fctx = context_for(d, frontend_section, root);
-    const auto& fp = d.loader->load(plugin_kind::frontend, d.cfg.frontend_type);
-    d.fe = fp.descriptor->make_frontend(fctx);
-    if (!d.fe) throw std::runtime_error("frontend plugin '" + d.cfg.frontend_type + "' returned no frontend");
-    d.ex = make_executor(d);
-
-    for (const auto& name : d.doc.unread_sections()) {
-        std::string msg = "section '" + name + "' is read by nothing in this deployment";
-        if (name == "python") msg += " (frontend '" + d.cfg.frontend_type + "' does not run Python)";
-        root.child(name).fail("", msg);
-    }
+    refuse_unread_sections(d, root);
     std::vector<module*> modules;
     for (auto& m : d.modules) modules.push_back(m.get());
-    d.composed = std::make_unique<composed_frontend>(*d.fe, std::move(modules));
+    std::vector<mount_part> mounts;
+    for (auto& f : d.frontends) mounts.push_back({f.prefix, f.type, f.fe.get(), f.executor});
+    d.composed = std::make_unique<composed_frontend>(std::move(mounts), std::move(modules), d.cfg.threads);
     return d;
 }
 
@@ -272,23 +303,23 @@ int serve(deployment& d, const process_role& role) {
     std::unique_ptr<scheduler> sched;
     bool serving_started = false;
     try {
-        d.composed->prepare(*d.ex);
-        d.ex->start();
+        d.composed->prepare_all(executor_pointers(d));
+        for (auto& ex : d.executors) ex->start();
         d.composed->start_serving(sc);
         serving_started = true;
-        sched = std::make_unique<scheduler>(*d.composed, *d.ex, so);
+        sched = std::make_unique<scheduler>(*d.composed, executor_pointers(d), so);
         sched->start();
     } catch (const std::exception& e) {
         std::cerr << "m0: cannot start: " << e.what() << "\n";
         sched.reset();
         if (serving_started) d.composed->stop_serving(sc);
-        d.ex->stop(executor_stop_grace);
+        stop_executors(d);
         return 1;
     }
     {
         std::ostringstream line;
-        line << "m0 " << M0_VERSION_STRING << " serving with " << so.workers << " worker(s), frontend "
-             << d.cfg.frontend_type << ", executor " << d.ex->name() << ", listening on";
+        line << "m0 " << M0_VERSION_STRING << " serving with " << so.workers << " worker(s), "
+             << describe_frontends(d) << ", " << describe_executors(d) << ", listening on";
         for (const auto& ep : sched->local_endpoints()) line << " " << ep;
         if (role.supervised) line << " (worker process " << role.index << " of " << role.count << ")";
         log::info(line.str());
@@ -335,7 +366,7 @@ int serve(deployment& d, const process_role& role) {
     unsigned crashed = sched->crashed_worker_count();
     sched.reset();
     d.composed->stop_serving(sc);
-    unsigned stuck = d.ex->stop(executor_stop_grace);
+    unsigned stuck = stop_executors(d);
     for (const auto& r : reports) stuck += r.detached ? 1 : 0;
     if (crashed) log::warning(std::to_string(crashed) + " worker(s) crashed while serving");
     if (stuck > 0) {
@@ -385,15 +416,15 @@ int run_prefork(deployment& d) {
     {
         std::ostringstream line;
         line << "m0 " << M0_VERSION_STRING << " supervisor: " << d.cfg.workers << " worker processes of "
-             << d.cfg.threads << " thread(s) each, frontend " << d.cfg.frontend_type << ", listening on";
+             << d.cfg.threads << " thread(s) each, " << describe_frontends(d) << ", listening on";
         for (const auto& a : addresses) line << " " << a;
         log::info(line.str());
     }
 
     // An executor may hold kernel objects from its construction (the pool's
     // wake eventfds): shared by the processes, one would steal another's
-    // wakes. It was built to validate the config; each process builds its own.
-    d.ex.reset();
+    // wakes. They were built to validate the config; each process builds its own.
+    d.executors.clear();
 
     supervisor_options so;
     so.processes = d.cfg.workers;
@@ -409,7 +440,7 @@ int run_prefork(deployment& d) {
     const supervise_result r = supervise(so, hooks);
     if (!r.child) return r.exit_code;
     try {
-        d.ex = make_executor(d);
+        make_executors(d);
     } catch (const std::exception& e) {
         std::cerr << "m0: cannot start: " << e.what() << "\n";
         return 1;

@@ -93,8 +93,14 @@ void wsgi_call::run(completion_port& port) noexcept {
     port_ = &port;
     on_reactor_ = std::this_thread::get_id() == reactor_thread_;
     python::gil_scope gil;
+    const std::string* whole = &req_->body;
+    if (facts_.body_streamed)
+        reader_ = std::make_unique<body_reader>(ex_, port, app_.config.input_buffer,
+                                                std::move(facts_.pulled_body).value_or(std::string()));
+    else if (facts_.pulled_body)
+        whole = &*facts_.pulled_body;
     request_objects objects;
-    if (!objects.acquire(this, req_->body.data(), req_->body.size())) {
+    if (!objects.acquire(this, whole->data(), whole->size(), reader_.get())) {
         fail("cannot create the request objects");
         objects.release();
         return;
@@ -117,6 +123,7 @@ void wsgi_call::run(completion_port& port) noexcept {
     }
     objects.release();
     writer_ = nullptr;
+    reader_.reset();
 }
 
 void wsgi_call::consume(PyObject* result) {

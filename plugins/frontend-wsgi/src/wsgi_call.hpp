@@ -18,6 +18,7 @@
 #include <m0/http.hpp>
 #include <m0/python/ref.hpp>
 
+#include "body_reader.hpp"
 #include "response_head.hpp"
 #include "wsgi_environ.hpp"
 #include "wsgi_settings.hpp"
@@ -46,6 +47,9 @@ private:
 // the GIL held only.
 struct application {
     settings config;
+    // wsgi.input may stream: the executor runs jobs off the reactor, so a
+    // job can wait for the reactor to pull the body (not with `inline`).
+    bool input_streams = false;
     python::py_ref callable;
     std::unique_ptr<environ_builder> environ;
     stream_registry streams;
@@ -136,6 +140,7 @@ private:
     int file_fd_ = -1;
     std::uint64_t file_offset_ = 0, file_length_ = 0;
     std::shared_ptr<stream_link> stream_;
+    std::unique_ptr<body_reader> reader_;  // wsgi.input of a streamed body
 };
 
 }  // namespace m0::wsgi

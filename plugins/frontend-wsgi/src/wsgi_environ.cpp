@@ -65,10 +65,11 @@ struct environ_builder::impl {
         k_protocol{intern("SERVER_PROTOCOL")}, k_server_name{intern("SERVER_NAME")},
         k_server_port{intern("SERVER_PORT")}, k_remote_addr{intern("REMOTE_ADDR")},
         k_remote_port{intern("REMOTE_PORT")}, k_content_length{intern("CONTENT_LENGTH")},
-        k_input{intern("wsgi.input")}, k_uri{intern("RAW_URI")};
+        k_input{intern("wsgi.input")}, k_uri{intern("RAW_URI")},
+        k_script{intern("SCRIPT_NAME")};
     py_ref http10{intern("HTTP/1.0")}, http11{intern("HTTP/1.1")}, empty{intern("")};
     py_ref template_dict;
-    reused_str method, path, query, server_name, server_port, remote_addr, remote_port, content_length, uri;
+    reused_str method, path, script, query, server_name, server_port, remote_addr, remote_port, content_length, uri;
     // Raw header name as sent → its environ key; bounded so that a client
     // inventing names cannot grow it without end.
     std::unordered_map<std::string, header_key, sv_hash, std::equal_to<>> headers;
@@ -158,8 +159,11 @@ PyObject* environ_builder::build(const http::request& req, const request_facts& 
         !put(m.k_remote_port.get(), m.remote_port.get(port_str(f.remote_port))) ||
         !put(m.k_input.get(), Py_NewRef(input)))
         return nullptr;
+    // The template holds url_prefix; a mount's prefix comes with the request.
+    if (!f.script_name.empty() && !put(m.k_script.get(), m.script.get(f.script_name))) return nullptr;
 
-    bool has_length = !req.body.empty();
+    const std::size_t whole_size = f.pulled_body ? f.pulled_body->size() : req.body.size();
+    bool has_length = !f.body_streamed && whole_size != 0;
     header_key scratch;
     for (const auto& h : req.headers) {
         header_key* hk = m.key_for(h.name, scratch);
@@ -169,7 +173,7 @@ PyObject* environ_builder::build(const http::request& req, const request_facts& 
         }
         PyObject* key = hk->key.get();
         if (key == m.k_content_length.get()) {
-            has_length = true;  // set below from the body the engine read
+            has_length = !f.body_streamed || f.streamed_length.has_value();  // set below
             continue;
         }
         PyObject* existing = PyDict_GetItemWithError(d, key);
@@ -182,7 +186,8 @@ PyObject* environ_builder::build(const http::request& req, const request_facts& 
         }
     }
     if (has_length) {
-        std::string len = std::to_string(req.body.size());
+        // The body the engine read; a streamed one as declared.
+        std::string len = std::to_string(f.body_streamed ? f.streamed_length.value_or(0) : whole_size);
         if (!put(m.k_content_length.get(), m.content_length.get(len))) return nullptr;
     }
     return env.release();

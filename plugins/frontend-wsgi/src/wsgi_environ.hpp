@@ -6,6 +6,7 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,11 +20,20 @@ namespace m0::wsgi {
 // What the reactor prepared for the environ, so the GIL holder does no
 // string formatting it can avoid.
 struct request_facts {
-    std::string path_info;    // percent-decoded, after url_prefix
+    std::string path_info;    // percent-decoded, after the mount prefix and url_prefix
+    std::string script_name;  // under a mount: its prefix + url_prefix; empty: url_prefix alone
     std::string remote_addr;
     std::string server_name;
     std::uint16_t remote_port = 0;
     std::uint16_t server_port = 0;
+    // The body is streamed (not in request::body); its declared length when
+    // it has a Content-Length, none when it is chunked.
+    bool body_streamed = false;
+    std::optional<std::uint64_t> streamed_length;
+    // A chunked body the reactor pulled before submitting the job: all of
+    // it when it fit in input_buffer (then not streamed), else the first
+    // bytes of the stream.
+    std::optional<std::string> pulled_body;
 };
 
 class environ_builder {

@@ -38,6 +38,9 @@ wsgi_frontend::~wsgi_frontend() {
 }
 
 void wsgi_frontend::prepare(executor& ex) {
+    // Under `inline` the job runs on the reactor, which therefore cannot
+    // pull the body while the job waits for it: bodies stay whole.
+    app_.input_streams = ex.name() != "inline";
     ex.add_thread_hooks(thread_hooks{
         [] { python::attach_thread(); },
         [] {

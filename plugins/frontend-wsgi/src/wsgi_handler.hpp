@@ -2,6 +2,8 @@
 // The reactor side of the WSGI frontend: no GIL, no Python objects. Serves
 // static mounts natively and turns every other request into a wsgi_call job
 // on the worker's executor lane.
+#include <memory>
+
 #include <m0/executor.hpp>
 #include <m0/http.hpp>
 #include <m0/static_files/static_mount.hpp>
@@ -15,8 +17,19 @@ public:
     wsgi_handler(application& app, const static_files::static_mounts& statics, executor_lane& lane)
         : app_(app), statics_(statics), lane_(lane) {}
     void on_request(http::exchange_ptr ex) override;
+    // A body larger than input_buffer streams through wsgi.input (a chunked
+    // one, of unknown size, is pulled up to input_buffer before deciding),
+    // unless the executor runs jobs on the reactor.
+    bool stream_body(const http::request& req) override;
 
 private:
+    struct pending_body {
+        http::exchange_ptr ex;
+        request_facts facts;
+    };
+    void submit(http::exchange_ptr ex, request_facts facts);
+    void pull_chunked(std::shared_ptr<pending_body> pending);
+
     application& app_;
     const static_files::static_mounts& statics_;
     executor_lane& lane_;

@@ -5,6 +5,7 @@
 
 #include <m0/python/static_type.hpp>
 
+#include "body_reader.hpp"
 #include "wsgi_call.hpp"
 
 namespace m0::wsgi {
@@ -38,11 +39,13 @@ PyObject* input_read(PyObject* o, PyObject* const* args, Py_ssize_t nargs) {
     auto* self = reinterpret_cast<input_object*>(o);
     Py_ssize_t n;
     if (!size_arg(args, nargs, "read", n)) return nullptr;
+    if (self->reader) return self->reader->read(n);
     Py_ssize_t left = self->size - self->pos;
     return take(self, n < 0 || n > left ? left : n);
 }
 
 PyObject* read_line(input_object* self, Py_ssize_t limit) {
+    if (self->reader) return self->reader->readline(limit);
     Py_ssize_t left = self->size - self->pos;
     if (limit >= 0 && limit < left) left = limit;
     const char* start = self->data + self->pos;
@@ -64,15 +67,18 @@ PyObject* input_readlines(PyObject* o, PyObject* const* args, Py_ssize_t nargs) 
     PyObject* list = PyList_New(0);
     if (!list) return nullptr;
     Py_ssize_t total = 0;
-    while (self->pos < self->size && (hint <= 0 || total < hint)) {
+    while (hint <= 0 || total < hint) {
+        if (!self->reader && self->pos >= self->size) break;
         PyObject* line = read_line(self, -1);
-        if (!line || PyList_Append(list, line) < 0) {
+        if (!line || (PyBytes_GET_SIZE(line) > 0 && PyList_Append(list, line) < 0)) {
             Py_XDECREF(line);
             Py_DECREF(list);
             return nullptr;
         }
-        total += PyBytes_GET_SIZE(line);
+        const Py_ssize_t size = PyBytes_GET_SIZE(line);
         Py_DECREF(line);
+        if (size == 0) break;  // a streamed body's end
+        total += size;
     }
     return list;
 }
@@ -84,8 +90,16 @@ PyObject* input_iter(PyObject* o) {
 
 PyObject* input_next(PyObject* o) {
     auto* self = reinterpret_cast<input_object*>(o);
-    if (self->pos >= self->size) return nullptr;  // StopIteration
-    return read_line(self, -1);
+    if (!self->reader) {
+        if (self->pos >= self->size) return nullptr;  // StopIteration
+        return read_line(self, -1);
+    }
+    PyObject* line = self->reader->readline(-1);
+    if (line && PyBytes_GET_SIZE(line) == 0) {
+        Py_DECREF(line);
+        return nullptr;  // StopIteration
+    }
+    return line;
 }
 
 PyMethodDef input_methods[] = {
@@ -253,7 +267,7 @@ T* recycle(T*& slot, PyTypeObject* type) {
 
 }  // namespace
 
-bool request_objects::acquire(wsgi_call* call, const char* body, std::size_t body_size) {
+bool request_objects::acquire(wsgi_call* call, const char* body, std::size_t body_size, body_reader* reader) {
     input_ = recycle(cache.input, &input_type);
     start_response_ = recycle(cache.start_response, &start_response_type);
     writer_ = recycle(cache.writer, &writer_type);
@@ -261,6 +275,7 @@ bool request_objects::acquire(wsgi_call* call, const char* body, std::size_t bod
     input_->data = body;
     input_->size = static_cast<Py_ssize_t>(body_size);
     input_->pos = 0;
+    input_->reader = reader;
     start_response_->vectorcall = start_response_call;
     start_response_->call = call;
     writer_->vectorcall = writer_call;
@@ -272,6 +287,7 @@ void request_objects::release() noexcept {
     if (input_) {
         input_->data = nullptr;
         input_->size = input_->pos = 0;
+        input_->reader = nullptr;
     }
     if (start_response_) start_response_->call = nullptr;
     if (writer_) writer_->call = nullptr;

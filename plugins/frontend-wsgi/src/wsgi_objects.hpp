@@ -10,16 +10,20 @@
 namespace m0::wsgi {
 
 class wsgi_call;
+class body_reader;
 
 // Readies the types; false with a Python exception set.
 bool init_object_types();
 
-// wsgi.input over a body owned by the caller, valid until detach.
+// wsgi.input over a body owned by the caller, valid until detach: the
+// whole body in [data, data + size), or a streamed one read through
+// `reader` when that is set.
 struct input_object {
     PyObject_HEAD
     const char* data;
     Py_ssize_t size;
     Py_ssize_t pos;
+    body_reader* reader;
 };
 
 struct callable_object {
@@ -41,7 +45,7 @@ extern PyTypeObject file_wrapper_type;
 class request_objects {
 public:
     // False with a Python exception set.
-    bool acquire(wsgi_call* call, const char* body, std::size_t body_size);
+    bool acquire(wsgi_call* call, const char* body, std::size_t body_size, body_reader* reader);
     // Detaches the objects from the request: an application that kept one
     // finds an empty input / a start_response that raises.
     void release() noexcept;

@@ -19,7 +19,7 @@ std::string absolute_from(const std::string& base, const std::string& p) {
 }  // namespace
 
 settings read_settings(const config_node& section, const config_node& root) {
-    section.allow_keys({"type", "app", "url_prefix", "chdir", "static", "stream_buffer"});
+    section.allow_keys({"type", "app", "url_prefix", "chdir", "static", "stream_buffer", "input_buffer"});
     settings s;
     auto app = section.optional_string("app");
     if (!app || app->empty())
@@ -42,6 +42,9 @@ settings read_settings(const config_node& section, const config_node& root) {
 
     s.stream_buffer = section.byte_size("stream_buffer", 1 << 20, std::uint64_t(1) << 32);
     if (s.stream_buffer < 4096) section.fail("stream_buffer", "must be at least 4k");
+
+    s.input_buffer = section.byte_size("input_buffer", 64 << 10, std::uint64_t(1) << 30);
+    if (s.input_buffer < 4096) section.fail("input_buffer", "must be at least 4k");
 
     // Read without recording a default: server.workers belongs to the core.
     config_node server = root.child("server");

@@ -19,6 +19,7 @@ struct settings {
     // Served natively (no Python) by the shared static-file library.
     std::vector<static_files::static_mount_config> statics;
     std::size_t stream_buffer = 1 << 20;  // queued bytes before a streaming app waits
+    std::size_t input_buffer = 64 << 10;  // request bodies above it stream through wsgi.input
     bool multiprocess = false;            // server.workers > 1 (one interpreter per process)
 };
 

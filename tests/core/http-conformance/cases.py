@@ -96,6 +96,8 @@ ok("get_query", head(b"GET /a/b?x=1&y=2 HTTP/1.1"), get("/a/b?x=1&y=2"), rfc="91
 LEGAL_TARGET = "/a-b_c.d~e/%20%2F;p=1,2:@!$&'()*+=?q=/?:@-._~!$&'()*+,;="
 ok("target_all_legal_characters", head(b"GET " + LEGAL_TARGET.encode() + b" HTTP/1.1"),
    get(LEGAL_TARGET), rfc="9112 3.2.1, 3986 3.3-3.4")
+ok("connect_authority_form", head(b"CONNECT example.com:443 HTTP/1.1"),
+   Parsed("CONNECT", "example.com:443", H()), rfc="9112 3.2.3 (reaches the handler: docs/security.md)")
 ok("target_percent_escapes_kept", head(b"GET /a%2Fb%00c%C3%A9 HTTP/1.1"), get("/a%2Fb%00c%C3%A9"),
    rfc="9112 3.2.1 (the engine does not decode)")
 ok("target_raw_utf8", head(b"GET /caf\xc3\xa9?q=\xc3\xa9t\xc3\xa9 HTTP/1.1"), get("/caf\xc3\xa9?q=\xc3\xa9t\xc3\xa9"),
@@ -358,7 +360,8 @@ for name, target in [("space", b"/a b"), ("ctl", b"/a\x01b"), ("del", b"/a\x7fb"
                      ("del_after_utf8", b"/caf\xc3\xa9\x7f"), ("ctl_in_query_after_utf8", b"/?caf\xc3\xa9\x1b"),
                      ("fragment", b"/a#frag"), ("angle_brackets", b"/<script>"),
                      ("double_quote", b'/a"b'), ("backslash", b"/a\\b"), ("bad_percent", b"/a%zz"),
-                     ("truncated_percent", b"/a%2"), ("relative", b"a/b"), ("query_only", b"?x=1"),
+                     ("truncated_percent", b"/a%2"), ("bad_percent_in_query", b"/a?x=%zz"),
+                     ("truncated_percent_in_query", b"/a?x=1%"), ("relative", b"a/b"), ("query_only", b"?x=1"),
                      ("tab", b"/a\tb")]:
     bad(f"target_{name}", head(b"GET " + target + b" HTTP/1.1"), 400, rfc="9112 3.2, 3986 (request-target)")
 bad("asterisk_form_with_get", head(b"GET * HTTP/1.1"), 400, rfc="9112 3.2.4 (only OPTIONS)")

@@ -27,5 +27,4 @@ def reflect_servers():
         return server
 
     yield get
-    for server in servers.values():
-        server.kill()
+    m0test.finish_servers(servers.values())

@@ -7,8 +7,11 @@ import select
 import socket
 import time
 
+from m0test import scaled
+
 # How long a case waits for a response: long enough for a loaded machine,
 # short enough that an engine waiting for bytes that never come fails fast.
+# Both are scaled (M0_TEST_TIMEOUT_SCALE) where they are used.
 RESPONSE_TIMEOUT = 3.0
 # How long the server has to close the connection after an error response.
 CLOSE_TIMEOUT = 3.0
@@ -59,9 +62,9 @@ class Connection:
     """One client connection with a receive buffer."""
 
     def __init__(self, port, timeout=RESPONSE_TIMEOUT):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.timeout = scaled(timeout)
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=self.timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.timeout = timeout
         self.buf = b""
         self.eof = False
         self.send_error = None
@@ -131,7 +134,7 @@ class Connection:
     def read_response(self, method="GET", timeout=None, keep_interim=False):
         """Reads one response; 1xx interim responses are skipped unless
         keep_interim. Raises ProtocolError on a malformed one."""
-        deadline = time.monotonic() + (timeout or self.timeout)
+        deadline = time.monotonic() + (scaled(timeout) if timeout else self.timeout)
         while True:
             resp = self._read_one(method, deadline)
             if keep_interim or not 100 <= resp.status < 200 or resp.status == 101:
@@ -206,7 +209,7 @@ class Connection:
             raise ProtocolError(f"bytes after the last response: {self.buf[:200]!r}")
         if self.eof:
             return True
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         try:
             self._fill(deadline)
         except EOFError:

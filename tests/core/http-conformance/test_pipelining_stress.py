@@ -37,15 +37,17 @@ def run_connection(port, conn_id, errors):
         writer = threading.Thread(target=c.sock.sendall, args=(payload,), daemon=True)
         writer.start()
         for seq, (_, target, body) in enumerate(requests):
+            # Anything else than the expected answer is recorded: a malformed
+            # response (ProtocolError) or a body that is not the reflect
+            # frontend's JSON must fail the test, not end this thread quietly.
             try:
                 r = c.read_response()
-            except (EOFError, TimeoutError) as e:
-                errors.append(f"connection {conn_id}: response {seq} missing ({e!r})")
+                doc = json.loads(r.body) if r.status == 200 else None
+            except Exception as e:  # noqa: BLE001 - every way of failing is a finding
+                errors.append(f"connection {conn_id}: response {seq} missing or malformed ({e!r})")
                 return
-            doc = json.loads(r.body)
-            if r.status != 200 or doc["target"] != target or doc["body"].encode("latin-1") != body:
-                errors.append(f"connection {conn_id}: response {seq} is {r.status} for {doc['target']!r}, "
-                              f"expected {target!r}")
+            if doc is None or doc["target"] != target or doc["body"].encode("latin-1") != body:
+                errors.append(f"connection {conn_id}: response {seq} is {r!r}, expected 200 for {target!r}")
                 return
         writer.join(30)
 

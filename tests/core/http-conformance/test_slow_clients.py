@@ -16,13 +16,15 @@ import time
 
 import pytest
 
+from m0test import scaled
 from raw_client import Connection
 from reflect_server import reflect_config
 
 HEADER_TIMEOUT = 2.0
 BODY_TIMEOUT = 1.0
 KEEPALIVE_TIMEOUT = 1.0
-SLACK = 3.0
+# Room for a loaded machine or a sanitizer build (M0_TEST_TIMEOUT_SCALE).
+SLACK = scaled(3.0)
 
 SLOW_CONFIG = {"header_timeout": f"{HEADER_TIMEOUT:g}s", "body_timeout": f"{BODY_TIMEOUT:g}s",
                "keepalive_timeout": f"{KEEPALIVE_TIMEOUT:g}s"}

@@ -26,12 +26,28 @@ test_client::test_client(std::uint16_t port) {
         throw std::runtime_error("connect failed");
 }
 
+std::string post(const std::string& path, const std::string& body, const std::string& extra) {
+    return "POST " + path + " HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra +
+           "\r\n" + body;
+}
+
 test_client::~test_client() { close(); }
 
 void test_client::close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
 }
+
+void test_client::reset() {
+    if (fd_ < 0) return;
+    linger l{};
+    l.l_onoff = 1;
+    l.l_linger = 0;
+    ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    close();
+}
+
+void test_client::shutdown_send() { ::shutdown(fd_, SHUT_WR); }
 
 void test_client::send(const std::string& bytes) {
     std::size_t off = 0;

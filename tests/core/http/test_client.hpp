@@ -20,6 +20,9 @@ struct http_response {
     }
 };
 
+// A POST with a Content-Length body; `extra` holds more header lines.
+std::string post(const std::string& path, const std::string& body, const std::string& extra = "");
+
 class test_client {
 public:
     explicit test_client(std::uint16_t port);
@@ -36,6 +39,11 @@ public:
     // True once the server closed the connection with nothing left unread.
     bool closed_by_peer();
     void close();
+    // Closes with SO_LINGER 0: the server sees a reset, not an end of stream.
+    void reset();
+    // shutdown(SHUT_WR): the server sees the end of the request stream while
+    // this side still reads.
+    void shutdown_send();
     int fd() const { return fd_; }
 
 private:

@@ -60,11 +60,82 @@ std::uint64_t file_size(const std::string& path) {
     return static_cast<std::uint64_t>(st.st_size);
 }
 
+// Pulls the whole body `max` bytes at a time, then echoes it.
+void pull_all(test_handler& h, exchange_ptr ex, std::size_t max, std::shared_ptr<std::string> body) {
+    ex->read_body(max, [&h, ex, max, body](boost::system::error_code ec, std::string chunk, bool last) {
+        if (ec) {
+            h.pull_error = ec.value();
+            return;  // the engine answered (413, 408) or the client is gone
+        }
+        ++h.pulls;
+        if (chunk.size() > max) h.pull_error = -1;
+        body->append(chunk);
+        if (last)
+            ex->respond(200, {}, std::move(*body));
+        else
+            pull_all(h, ex, max, body);
+    });
+}
+
+// Echoes every byte read from an upgraded stream until its end.
+void echo_stream(std::shared_ptr<m0::http::byte_stream> s) {
+    s->async_read([s](boost::system::error_code ec, std::string_view data) {
+        if (ec) {
+            s->close();
+            return;
+        }
+        s->write(std::string(data));
+        echo_stream(s);
+    });
+}
+
 }  // namespace
+
+bool test_handler::stream_body(const m0::http::request& req) { return req.path.substr(0, 5) == "/pull"; }
 
 void test_handler::on_request(exchange_ptr ex) {
     const auto& r = ex->req();
-    if (r.path == "/fixed") {
+    if (r.path == "/pull-echo") {
+        pull_all(*this, ex, static_cast<std::size_t>(query_int(r.query, "max", 4096)), std::make_shared<std::string>());
+    } else if (r.path == "/pull-wait-gone") {
+        ex->on_client_gone([this, ex] { ++gone_calls; });
+    } else if (r.path == "/pull-ignore") {
+        ex->respond(200, {}, "ignored");
+    } else if (r.path == "/wait-gone") {
+        ex->on_client_gone([this, ex] { ++gone_calls; });
+    } else if (r.path == "/held") {
+        ex->begin(200, {}, std::nullopt);
+        ex->write("tick;");
+        ex->on_drain([ex] {
+            ex->write("done");
+            ex->end();
+        });
+    } else if (r.path == "/drained-twice") {
+        ex->begin(200, {}, std::nullopt);
+        ex->write("1");
+        auto count = std::make_shared<int>(0);
+        for (int i = 0; i < 2; ++i) {
+            ex->when_drained(0, [this, ex, count] {
+                ++drained_calls;
+                if (++*count == 2) {
+                    ex->write("2");
+                    ex->end();
+                }
+            });
+        }
+    } else if (r.path == "/upgrade") {
+        auto s = ex->upgrade({{"Upgrade", "echo"}});
+        if (!s) {
+            ex->respond(400, {}, "cannot upgrade");
+            return;
+        }
+        s->on_drain([this, s] {
+            ++upgrade_drain_calls;
+            s->write_shared(std::make_shared<const std::string>("bye"));
+            s->close();
+        });
+        echo_stream(s);
+    } else if (r.path == "/fixed") {
         ex->respond(200, {{"Content-Type", "text/plain"}}, "Hello, World!");
     } else if (r.path == "/echo") {
         ex->respond(200, {}, r.body);

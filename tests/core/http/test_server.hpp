@@ -48,10 +48,23 @@ private:
 //                     release_stream is set (at most 5 s), then "chunk2"
 //   /hold             records stats->accepted, blocks the reactor until
 //                     release_hold is set (at most 5 s), answers "held"
+//   /wait-gone        never answers; counts on_client_gone callbacks
+//   /held             a chunked "tick;" held open; on drain writes "done"
+//                     and ends
+//   /drained-twice    begins a chunked response, waits with two
+//                     when_drained waiters, then writes "2" and ends
+//   /upgrade          101 with "Upgrade: echo", then echoes every byte; on
+//                     drain writes "bye" and closes
+// Streamed bodies (stream_body is true for paths starting with /pull):
+//   /pull-echo?max=N  pulls the body N bytes at a time (default 4096), then
+//                     answers with it; counts pulls, records the last error
+//   /pull-ignore      answers "ignored" at once, never pulls
+//   /pull-wait-gone   never pulls nor answers; counts on_client_gone callbacks
 //   anything else     404
 class test_handler final : public m0::http::handler {
 public:
     void on_request(m0::http::exchange_ptr ex) override;
+    bool stream_body(const m0::http::request& req) override;
 
     std::string file_path;
     std::atomic<int> delayed_answers{0};
@@ -63,6 +76,12 @@ public:
     // stats->accepted as each /hold request saw it on arrival.
     std::vector<std::uint64_t> hold_saw_accepted;
     std::mutex hold_mutex;
+    std::atomic<int> pulls{0};
+    std::atomic<int> gone_calls{0};
+    std::atomic<int> drained_calls{0};
+    std::atomic<int> upgrade_drain_calls{0};
+    // The error of the last failed pull (set on the worker thread).
+    std::atomic<int> pull_error{0};
 };
 
 class test_server {

@@ -121,5 +121,5 @@ def test_a_section_nothing_reads_is_refused():
     path = write_config("frontend:\n  type: http\npython:\n  path: [src]\n")
     r = m0test.run_m0("--check", "--config", path)
     assert r.returncode == 2
-    assert "python: section 'python' is read by nothing in this deployment (frontend 'http' does not run Python)" \
-        in r.stderr
+    assert "python: unknown section 'python': neither a core section nor a module plugin (m0-module-python.so) " \
+        "found in the plugin path, and no plugin of this deployment reads it" in r.stderr

@@ -33,6 +33,7 @@ struct session : std::enable_shared_from_this<session> {
 
 struct worker_state {
     worker_context* ctx;
+    line_frontend* frontend;
     std::set<std::shared_ptr<session>> sessions;
     bool draining = false;
 
@@ -85,7 +86,10 @@ void session::read() {
         };
         busy = true;
         worker.ctx->stats->in_flight.fetch_add(1, std::memory_order_relaxed);
-        if (line.rfind("slow ", 0) == 0) {
+        if (line == "hold") {
+            worker.frontend->wait_for_release();
+            respond("held " + who + "\n");
+        } else if (line.rfind("slow ", 0) == 0) {
             timer.expires_after(std::chrono::milliseconds(std::stoi(line.substr(5))));
             timer.async_wait([this, self, respond, who](error_code ec) {
                 if (closed || ec) return;
@@ -105,6 +109,7 @@ void line_frontend::start_worker(worker_context& ctx) {
     // fashion by a shared_ptr captured in the drain hooks.
     auto state = std::make_shared<worker_state>();
     state->ctx = &ctx;
+    state->frontend = this;
     for (auto* l : ctx.listeners) state->accept(*l);
     ctx.add_drain_hook([state] {
         state->draining = true;
@@ -116,6 +121,19 @@ void line_frontend::start_worker(worker_context& ctx) {
         auto copy = state->sessions;
         for (auto& s : copy) s->close(true);
     });
+}
+
+void line_frontend::release_holds() {
+    {
+        std::lock_guard lock(hold_mutex_);
+        holds_released_ = true;
+    }
+    hold_released_cv_.notify_all();
+}
+
+void line_frontend::wait_for_release() {
+    std::unique_lock lock(hold_mutex_);
+    hold_released_cv_.wait(lock, [this] { return holds_released_; });
 }
 
 }  // namespace m0::test

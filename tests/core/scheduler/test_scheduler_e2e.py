@@ -1,8 +1,8 @@
 """The scheduler as a user sees it through a running m0: signals, drain, listener strategies."""
+import os
 import signal
 import socket
 import threading
-import time
 
 import pytest
 
@@ -23,17 +23,13 @@ frontend:
 
 def test_sigterm_during_a_slow_request_delivers_it_and_exits_0(m0_server):
     server = m0_server(CONFIG)
-    with server.connect() as s:
-        s.sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-        # Long enough for m0 to have read the request even on a loaded
-        # machine (sanitizer builds), well inside the 2 s delay.
-        time.sleep(0.8)
+    with server.open_request("/slow") as s:
         server.send_signal(signal.SIGTERM)
         resp = m0test.ResponseReader(s, timeout=10).read()
     assert resp.status == 200 and resp.body == b"slow done"
     # The connection is closed after the drained response, not kept alive.
     assert resp.header("Connection") == "close"
-    assert server.stop() == 0
+    assert server.stop() == 0  # waits: the one SIGTERM is the test's
     assert "drained 1" in server.output()
 
 
@@ -45,10 +41,8 @@ def test_idle_keepalive_connections_do_not_delay_shutdown(m0_server):
         s.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         assert m0test.ResponseReader(s).read().status == 200
         idle.append(s)
-    started = time.monotonic()
     # drain_timeout is 20 s: finishing well inside it means idle connections were closed at once.
     assert server.stop(timeout=15) == 0
-    assert time.monotonic() - started < 15
     for s in idle:
         assert m0test.recv_until_closed(s, timeout=2) == b""
         s.close()
@@ -56,15 +50,47 @@ def test_idle_keepalive_connections_do_not_delay_shutdown(m0_server):
 
 def test_second_signal_stops_at_once_and_reports_force_closed(m0_server):
     server = m0_server(CONFIG)
-    s = server.connect()
-    s.sendall(b"GET /forever HTTP/1.1\r\nHost: x\r\n\r\n")
-    time.sleep(0.8)
-    server.send_signal(signal.SIGTERM)
-    time.sleep(0.5)
-    assert server.proc.poll() is None, "a request in flight must hold the drain"
-    assert server.stop(signal.SIGTERM, timeout=15) == 0
+    idle = server.connect()
+    idle.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert m0test.ResponseReader(idle).read().status == 200
+    with idle, server.open_request("/forever"):
+        server.send_signal(signal.SIGTERM)
+        # The second signal is sent once the drain is under way, which shows
+        # as the idle keep-alive connection being closed (sooner, it may hang
+        # m0: see the next test).
+        assert m0test.recv_until_closed(idle) == b""
+        assert server.proc.poll() is None, "a request in flight must hold the drain"
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=15) == 0
+    assert "second signal: stopping now" in server.output()
     assert "force-closed 1" in server.output()
-    s.close()
+
+
+def test_a_second_signal_as_the_drain_starts_stops_at_once(m0_server):
+    # A second signal that lands while the drain is starting once raced the
+    # drain it interrupts and left m0 hung (1 run in 7). The window is short:
+    # 20 tries, each with a request in flight that would take 60 s.
+    for _ in range(20):
+        server = m0_server(CONFIG.replace("drain_timeout: 20s", "drain_timeout: 3s"))
+        with server.open_request("/forever"):
+            server.send_signal(signal.SIGTERM)
+            # Two SIGTERMs pending together would be delivered as one.
+            server.wait_for_log("received SIGTERM, draining")
+            server.send_signal(signal.SIGTERM)
+            # Well past the 3 s drain_timeout, which bounds even a drain.
+            assert server.wait(timeout=8) == 0, server.output()
+
+
+def test_sigint_drains_for_at_most_5_seconds(m0_server):
+    # README: SIGINT drains like SIGTERM but with a short timeout (5 s, here
+    # shorter than drain_timeout: 20s).
+    server = m0_server(CONFIG)
+    with server.open_request("/forever") as s:
+        server.send_signal(signal.SIGINT)
+        server.wait_for_log("received SIGINT, draining (timeout 5000 ms)")
+        assert server.wait(timeout=15) == 0
+        assert m0test.recv_until_closed(s) == b""  # cut at the deadline, not answered
+    assert "force-closed 1" in server.output()
 
 
 def test_new_connections_after_stop_are_refused(m0_server):
@@ -96,8 +122,10 @@ def _client_loop(port, stop, results):
                 before = len(reader.buf)
                 try:
                     resp = reader.read()
-                except (EOFError, OSError):
+                except (EOFError, ConnectionError):
                     # Closed before any byte of this response: not started, fine.
+                    # A timeout (a hung connection) or a malformed response
+                    # raises, which fails the test.
                     results.append(("truncated", len(reader.buf)) if len(reader.buf) > before else ("closed", 0))
                     break
                 expected = b"slower done" if path == b"/slower" else b"Hello, World!"
@@ -113,7 +141,8 @@ def test_drain_under_load_never_truncates_a_started_response(m0_server):
     clients = [threading.Thread(target=_client_loop, args=(server.port, stop, results)) for _ in range(4)]
     for c in clients:
         c.start()
-    time.sleep(1.0)
+    # Stop once the clients are in full swing.
+    server.wait_until(lambda: len(results) > 20, what="20 responses")
     assert server.stop(timeout=30) == 0
     stop.set()
     for c in clients:
@@ -136,9 +165,9 @@ def test_shared_listener_serves(m0_server, how):
 
 
 def test_several_addresses_each_serve(m0_server):
-    other = m0test.free_port()
-    server = m0_server(CONFIG, "--listen", f"127.0.0.1:{other}", threads=2)
-    for port in (server.port, other):
+    server = m0_server(CONFIG, "--listen", "127.0.0.1:0", threads=2)
+    assert len(server.ports) == 2 and server.ports[0] != server.ports[1]
+    for port in server.ports:
         assert m0test.request(port, path="/hello").body == b"Hello, World!"
     assert server.stop() == 0
 
@@ -148,3 +177,14 @@ def test_worker_count_out_of_range_is_a_clear_error(threads):
     r = m0test.run_m0("--config", "configs/hello.yaml", "--threads", threads, "--check")
     assert r.returncode == 2
     assert "server.threads" in r.stderr and "256" in r.stderr
+
+
+@pytest.mark.parametrize("pin", ["true", "false"])
+def test_pin_cores_pins_reactor_thread_i_to_core_i(m0_server, pin):
+    server = m0_server(CONFIG, "--set", f"server.pin_cores={pin}", threads=2)
+    cpus = os.cpu_count()
+    affinities = m0test.thread_affinities(server.proc.pid)
+    everywhere = affinities["m0"]  # the main thread is never pinned
+    for i in range(2):
+        expected = {i % cpus} if pin == "true" else everywhere
+        assert affinities[f"m0-worker-{i}"] == expected, affinities

@@ -24,6 +24,7 @@ def alive(pid):
 
 
 def wait_until(condition, timeout=10.0, what="condition"):
+    timeout = m0test.scaled(timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
@@ -40,15 +41,3 @@ def wait_for_children(pid, count, without=()):
         found = children(pid)
         return found if len(found) == count and not set(found) & set(without) else None
     return wait_until(ready, what=f"{count} worker processes of {pid}")
-
-
-def get(port, path, attempts=20):
-    """GET on a fresh connection, retried only when the connection fails
-    (refused, reset, closed before a response): any response is returned."""
-    for attempt in range(attempts):
-        try:
-            return m0test.request(port, path=path)
-        except (ConnectionError, EOFError):  # not a timeout: a hung request fails
-            if attempt == attempts - 1:
-                raise
-            time.sleep(0.05)

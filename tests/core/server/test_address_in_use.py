@@ -8,7 +8,7 @@ import socket
 import subprocess
 
 import m0test
-from prefork_support import get, wait_for_children, wait_until
+from prefork_support import wait_for_children, wait_until
 
 HELLO = os.path.join(m0test.SOURCE_DIR, "configs", "hello.yaml")
 
@@ -54,7 +54,7 @@ def test_a_second_m0_on_the_same_address_is_refused(m0_server, tmp_path):
     first = m0_server(HELLO)
     assert_refused(start_outcome(tmp_path, first.port), first.port)
     # The first one kept the whole port.
-    assert get(first.port, "/hello").status == 200
+    assert m0test.request(first.port, path="/hello").status == 200
 
 
 def test_a_foreign_reuseport_listener_is_refused(tmp_path):
@@ -77,7 +77,7 @@ def test_worker_processes_and_threads_share_their_own_port(m0_server):
     wait_until(lambda: all(f"m0[{pid}] info: m0 " in server.output() for pid in pids),
                what="both worker processes listening")
     for _ in range(10):
-        assert get(server.port, "/hello").status == 200
+        assert m0test.request(server.port, path="/hello").status == 200
     assert set(wait_for_children(server.proc.pid, 2)) == set(pids)  # none exited and was replaced
     assert "cannot" not in server.output()
     assert server.stop() == 0

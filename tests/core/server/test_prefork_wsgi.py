@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import m0test
-from prefork_support import alive, get, wait_for_children
+from prefork_support import alive, wait_for_children
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
 POOL_PLUGIN = os.path.join(m0test.BUILD_DIR, "lib", "m0", "plugins", "m0-executor-pool.so")
@@ -37,7 +37,7 @@ def config(app, executor):
 
 
 def served_by(port, path="/"):
-    response = get(port, path)
+    response = m0test.request(port, path=path)
     assert response.status == 200, response.body
     return json.loads(response.body)
 
@@ -78,7 +78,7 @@ def test_a_crash_loop_makes_the_supervisor_give_up():
     output = server.output()
     assert "exited with code 3" in output
     assert "keep dying at start: 5 times in a row" in output and "giving up" in output
-    server.kill()
+    m0test.finish_servers([server])
 
 
 def test_a_thread_started_before_the_fork_is_refused():
@@ -86,4 +86,4 @@ def test_a_thread_started_before_the_fork_is_refused():
     with pytest.raises(RuntimeError, match="exited with 1"):
         server.start()
     assert "thread(s) already run in this process" in server.output()
-    server.kill()
+    m0test.finish_servers([server])

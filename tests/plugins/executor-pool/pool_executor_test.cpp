@@ -128,6 +128,7 @@ BOOST_DATA_TEST_CASE(shutdown_with_queued_jobs, ring_kinds, ring) {
     std::atomic<unsigned> running{0};
     std::vector<std::atomic<int>> runs(jobs);
     std::vector<int> completions(jobs, 0), cancels(jobs, 0);
+    unsigned cancelled_so_far = 0;
     for (unsigned i = 0; i < jobs; ++i)
         reactor.lane->submit(make_job(
             [&, i](m0::completion_port&) {
@@ -138,13 +139,20 @@ BOOST_DATA_TEST_CASE(shutdown_with_queued_jobs, ring_kinds, ring) {
             [&, i](bool cancelled) {
                 ++completions[i];
                 cancels[i] += cancelled;
+                cancelled_so_far += cancelled;
             }));
     BOOST_REQUIRE(eventually([&] { return running.load() == 2; }, 5s));
     // stop() from another thread, as the server's main thread does, while
-    // this reactor keeps polling.
+    // this reactor keeps polling. The busy threads are released once stop()
+    // has begun, which the reactor sees as its queued jobs being cancelled
+    // (polled without blocking: stop() wakes reactors only after joining).
     auto stopper = std::async(std::launch::async, [&] { ex.stop(); });
-    std::this_thread::sleep_for(20ms);
-    gate = true;
+    const bool stop_began = eventually([&] {
+        reactor.lane->poll_completions();
+        return cancelled_so_far > 0;
+    }, 10s);
+    gate = true;  // before any REQUIRE: the stopper must be able to finish
+    BOOST_REQUIRE(stop_began);
     BOOST_REQUIRE(reactor.drain(10s));
     stopper.get();
     unsigned ran = 0, cancelled = 0;
@@ -197,15 +205,22 @@ BOOST_DATA_TEST_CASE(elastic_grow_then_shrink, ring_kinds, ring) {
     ex.start();
     BOOST_TEST(ex.live_threads() == 1u);
 
-    timed_barrier barrier(4);
-    std::atomic<unsigned> met{0};
+    // The thread count is read while all four jobs still block (between two
+    // barriers): once a job ends, its thread may retire after idle_timeout.
+    timed_barrier all_running(4), counted(4);
+    std::atomic<unsigned> met{0}, live_while_running{0};
     unsigned completed = 0;
     for (int i = 0; i < 4; ++i)
-        reactor.lane->submit(make_job([&](m0::completion_port&) { met += barrier.arrive_and_wait(10s); },
-                                      [&](bool) { ++completed; }));
+        reactor.lane->submit(make_job(
+            [&](m0::completion_port&) {
+                met += all_running.arrive_and_wait(10s);
+                live_while_running = ex.live_threads();
+                counted.arrive_and_wait(10s);
+            },
+            [&](bool) { ++completed; }));
     BOOST_REQUIRE(reactor.run_until([&] { return completed == 4; }, 20s));
     BOOST_TEST(met.load() == 4u, "grew to run 4 blocking jobs at once");
-    BOOST_TEST(ex.live_threads() == 4u);
+    BOOST_TEST(live_while_running.load() == 4u);
 
     BOOST_REQUIRE(eventually([&] { return ex.live_threads() == 1; }, 10s));
     // Several idle timeouts later it is still at `threads`.

@@ -158,6 +158,51 @@ def test_head_has_length_but_no_body(static_server):
         assert reader.buf == b""
 
 
+def test_if_none_match_is_used_instead_of_if_modified_since(static_server):
+    # RFC 9110 13.2.2, and the README: If-Modified-Since counts only when
+    # If-None-Match is absent.
+    first = request(static_server.port, "GET", "/notes.txt")
+    etag, last_modified = first.header("ETag"), first.header("Last-Modified")
+    r = request(static_server.port, "GET", "/notes.txt",
+                headers={"If-None-Match": '"other"', "If-Modified-Since": last_modified})
+    assert r.status == 200 and r.body == site_bytes("notes.txt")
+    r = request(static_server.port, "GET", "/notes.txt",
+                headers={"If-None-Match": etag, "If-Modified-Since": "Sun, 06 Nov 1994 08:49:37 GMT"})
+    assert r.status == 304
+
+
+# --- routing ----------------------------------------------------------------
+
+def test_the_longest_static_prefix_wins_whatever_the_order(m0_server, tmp_path):
+    (tmp_path / "top" / "assets").mkdir(parents=True)
+    (tmp_path / "top" / "assets" / "x.txt").write_text("from the / mount")
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "assets" / "x.txt").write_text("from the /assets/ mount")
+    server = m0_server(config_with(static=(
+        f"  static:\n"
+        f"    - {{prefix: /, root: '{tmp_path / 'top'}'}}\n"
+        f"    - {{prefix: /assets/, root: '{tmp_path / 'assets'}'}}\n")))
+    assert request(server.port, "GET", "/assets/x.txt").body == b"from the /assets/ mount"
+    assert request(server.port, "GET", "/assets/../assets/x.txt").status == 404
+
+
+@pytest.mark.parametrize("first,second,exact_answer", [
+    ("{path: /api/*, body: prefix}", "{path: /api/exact, body: exact}", b"prefix"),
+    ("{path: /api/exact, body: exact}", "{path: /api/*, body: prefix}", b"exact"),
+])
+def test_the_first_matching_route_wins(m0_server, first, second, exact_answer):
+    server = m0_server(config_with(routes=f"  routes:\n    - {first}\n    - {second}\n"))
+    assert request(server.port, "GET", "/api/exact").body == exact_answer
+    assert request(server.port, "GET", "/api/other").body == b"prefix"
+
+
+def test_an_empty_index_disables_directory_answers(m0_server):
+    server = m0_server(config_with(static=f"  static: {{prefix: /, root: '{SITE}', index: ''}}\n"))
+    assert request(server.port, "GET", "/").status == 404
+    assert request(server.port, "GET", "/docs/").status == 404
+    assert request(server.port, "GET", "/docs/index.html").body == site_bytes("docs/index.html")
+
+
 # --- traversal ----------------------------------------------------------------
 
 @pytest.fixture
@@ -296,9 +341,7 @@ def test_head_on_a_route(m0_server):
 def test_delayed_route_does_not_block_the_reactor(m0_server):
     server = m0_server(config_with(routes=(
         "  routes:\n    - {path: /slow, delay: 3s, body: late}\n    - {path: /fast, body: quick}\n")))
-    with server.connect(timeout=10) as slow:
-        slow.sendall(raw_request("GET", "/slow"))
-        time.sleep(0.1)
+    with server.open_request("/slow") as slow:
         # One reactor thread: /fast can only be answered if /slow's wait is a timer.
         r = request(server.port, "GET", "/fast")
         assert r.body == b"quick"
@@ -312,14 +355,33 @@ def test_delayed_route_does_not_block_the_reactor(m0_server):
 
 def test_sigterm_during_a_slow_request_still_answers(m0_server):
     server = m0_server(config_with(routes="  routes:\n    - {path: /slow, delay: 1500ms, body: finally}\n"))
-    with server.connect(timeout=10) as s:
-        s.sendall(raw_request("GET", "/slow"))
-        time.sleep(0.3)  # the request is in flight, its timer armed
+    with server.open_request("/slow") as s:
         server.send_signal(signal.SIGTERM)
         r = ResponseReader(s, timeout=10).read()
     assert r.status == 200
     assert r.body == b"finally"
-    assert server.proc.wait(timeout=20) == 0
+    assert server.wait(timeout=20) == 0
+
+
+def test_a_client_that_stops_reading_is_cut_at_write_timeout(m0_server, tmp_path):
+    # A file much larger than what the socket buffers on both ends hold, so
+    # that m0's writes stall once the client stops reading.
+    size = 64 << 20
+    with open(tmp_path / "big.bin", "wb") as f:
+        f.truncate(size)
+    server = m0_server(config_with(
+        routes="  routes:\n    - {path: /health, body: ok}\n",
+        static=f"  static: {{prefix: /, root: '{tmp_path}'}}\n") + "http:\n  write_timeout: 1s\n")
+    with server.connect() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        s.sendall(raw_request("GET", "/big.bin"))
+        client_port = s.getsockname()[1]
+        # m0 closes its end (it leaves ESTABLISHED) while the client reads nothing.
+        server.wait_until(lambda: (m0test.server_end(server.port, client_port) or ("gone",))[0]
+                          != m0test.TCP_ESTABLISHED, what="m0 to give up on the stalled write")
+        received = len(m0test.recv_until_closed(s, timeout=10))
+    assert received < size
+    assert request(server.port, "GET", "/health").body == b"ok"
 
 
 # --- configuration ---------------------------------------------------------
@@ -342,7 +404,7 @@ def test_bad_frontend_keys_are_named(tmp_path, body, key):
     path = tmp_path / "bad.yaml"
     path.write_text(config_with() + body)
     r = run_m0("--check", "--config", str(path))
-    assert r.returncode != 0
+    assert r.returncode == 2  # README: a configuration or plugin error
     message = r.stdout + r.stderr
     assert key in message
     assert "bad.yaml:" in message

@@ -2,18 +2,14 @@
 started, a cut connection), a traceback in the log, and the server goes on
 serving. Nothing an app passes reaches the wire unchecked."""
 import socket
-import time
 
 import pytest
 
 import m0test
 
 
-def wait_for_log(server, text, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while text not in server.output() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return text in server.output()
+INTERNAL_ERROR_BODY = b"Internal Server Error\n"
+
 
 
 # traceback: the error went through application code, so its frames are logged
@@ -37,13 +33,15 @@ def test_bad_app_gets_500_and_traceback(wsgi_server, path, logged, traceback):
         s.sendall(f"GET {path} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
         r = reader.read()
         assert r.status == 500
+        # The traceback is for the log only: the client learns nothing of the app.
+        assert r.body == INTERNAL_ERROR_BODY, r.body
         raw_headers = " ".join(f"{k}: {v}" for k, v in r.headers)
         assert "Injected" not in raw_headers and "X-Evil" not in raw_headers
         # Same connection keeps working.
         s.sendall(b"GET /ok HTTP/1.1\r\nHost: h\r\n\r\n")
         r = reader.read()
         assert (r.status, r.body) == (200, b"still serving")
-    assert wait_for_log(server, logged), server.output()
+    server.wait_for_log(logged)
     assert f"GET {path}" in server.output()  # the log line names the request
     if traceback:
         assert "Traceback (most recent call last)" in server.output()
@@ -58,7 +56,7 @@ def test_error_after_headers_sent_cuts_the_response(wsgi_server):
         reader = m0test.ResponseReader(s)
         with pytest.raises((EOFError, ConnectionError)):
             reader.read()
-    assert wait_for_log(server, "KeyError: 'late failure'"), server.output()
+    server.wait_for_log("KeyError: 'late failure'")
     assert m0test.request(server.port, path="/ok").body == b"still serving"
 
 
@@ -68,7 +66,7 @@ def test_str_chunk_mid_stream_cuts_the_response(wsgi_server):
         s.sendall(b"GET /str-chunk HTTP/1.1\r\nHost: h\r\n\r\n")
         with pytest.raises((EOFError, ConnectionError)):
             m0test.ResponseReader(s).read()
-    assert wait_for_log(server, "TypeError"), server.output()
+    server.wait_for_log("TypeError")
     assert m0test.request(server.port, path="/ok").status == 200
 
 
@@ -76,7 +74,7 @@ def test_close_raising_is_logged_response_kept(wsgi_server):
     server = wsgi_server(app="wsgi_apps:bad_app")
     r = m0test.request(server.port, path="/close-raises")
     assert (r.status, r.body) == (200, b"body")
-    assert wait_for_log(server, "RuntimeError: close failed"), server.output()
+    server.wait_for_log("RuntimeError: close failed")
 
 
 def test_many_failures_do_not_hurt_the_server(wsgi_server):
@@ -88,3 +86,21 @@ def test_many_failures_do_not_hurt_the_server(wsgi_server):
             s.sendall(f"GET {path} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
             assert reader.read().status == 500
     assert m0test.request(server.port, path="/ok").status == 200
+
+
+def test_fields_the_engine_owns_are_dropped(wsgi_server):
+    # frontend-wsgi README: Transfer-Encoding, Connection, Keep-Alive, Date and
+    # Server from the app are dropped.
+    server = wsgi_server(app="wsgi_apps:bad_app")
+    with server.connect() as s:
+        reader = m0test.ResponseReader(s)
+        s.sendall(b"GET /engine-headers HTTP/1.1\r\nHost: h\r\n\r\n")
+        r = reader.read()
+        assert (r.status, r.body, r.header("X-Kept")) == (200, b"engine headers", "yes")
+        assert r.header("Keep-Alive") is None and r.header("Transfer-Encoding") is None
+        assert r.header("Server") != "from-the-app"
+        assert "1970" not in " ".join(v for k, v in r.headers if k.lower() == "date")
+        # The app's "Connection: close" is not the engine's: the connection stays.
+        assert (r.header("Connection") or "").lower() != "close"
+        s.sendall(b"GET /ok HTTP/1.1\r\nHost: h\r\n\r\n")
+        assert reader.read().body == b"still serving"

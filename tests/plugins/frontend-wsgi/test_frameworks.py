@@ -4,7 +4,6 @@ executors."""
 import json
 import os
 import re
-import time
 
 import pytest
 
@@ -44,12 +43,6 @@ def form_post(server, path, fields, jar, referer):
         "Referer": referer,
     })
 
-
-def wait_for_log(server, text, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while text not in server.output() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return text in server.output()
 
 
 def test_django_pages(site):
@@ -122,7 +115,7 @@ def test_django_404_and_500(site):
     assert m0test.request(server.port, path="/no/such/page").status == 404
     r = m0test.request(server.port, path="/boom")
     assert r.status == 500
-    assert wait_for_log(server, "the example's deliberate error"), server.output()
+    server.wait_for_log("the example's deliberate error")
     assert m0test.request(server.port, path="/").status == 200
 
 
@@ -154,5 +147,5 @@ def test_flask_404_and_500(site):
     server = site("flask")
     assert m0test.request(server.port, path="/missing").status == 404
     assert m0test.request(server.port, path="/boom").status == 500
-    assert wait_for_log(server, "the example's deliberate error"), server.output()
+    server.wait_for_log("the example's deliberate error")
     assert m0test.request(server.port, path="/api/notes").status == 200

@@ -9,20 +9,12 @@ import subprocess
 import pytest
 
 import m0test
-from conftest import POOL_PLUGIN, TEST_VENV
+from conftest import POOL_PLUGIN, rss_kib, TEST_VENV
 
 pytestmark = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed")
 
 HEADERS = ["-H", "Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
            "-H", "User-Agent: Mozilla/5.0 (X11; Linux x86_64) m0-load-test"]
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 def wrk(port, seconds, timeout, path="/"):

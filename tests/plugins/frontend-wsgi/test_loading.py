@@ -5,7 +5,7 @@ import os
 import pytest
 
 import m0test
-from conftest import APPS, TEST_VENV, wsgi_config
+from conftest import APPS, POOL_PLUGIN, TEST_VENV, wsgi_config
 
 
 def check(config_text, tmp_path, *args):
@@ -25,7 +25,7 @@ def test_bad_application_stops_startup(tmp_path, app, reason):
     (tmp_path / "broken_app.py").write_text("x = 1 / 0\n")
     cfg = wsgi_config(app, "inline", extra="") + f"python:\n  path: [{tmp_path}]\n"
     r = check(cfg, tmp_path)
-    assert r.returncode != 0
+    assert r.returncode == 2  # an application that cannot be loaded: nothing starts
     out = r.stdout + r.stderr
     assert reason in out, out
     # One line saying why, naming the app.
@@ -36,17 +36,17 @@ def test_bad_application_stops_startup(tmp_path, app, reason):
 
 def test_missing_app_key_is_a_config_error(tmp_path):
     r = check("frontend:\n  type: wsgi\n", tmp_path)
-    assert r.returncode != 0 and "frontend.app" in r.stderr
+    assert r.returncode == 2 and "frontend.app" in r.stderr
 
 
 def test_unknown_key_is_refused(tmp_path):
     r = check(wsgi_config("wsgi_apps:hello", "inline", extra="  url_prefx: /x\n"), tmp_path)
-    assert r.returncode != 0 and "url_prefx" in r.stderr and "url_prefix" in r.stderr
+    assert r.returncode == 2 and "url_prefx" in r.stderr and "url_prefix" in r.stderr
 
 
 def test_bad_venv_is_refused(tmp_path):
     r = check(wsgi_config("wsgi_apps:hello", "inline") + f"python:\n  venv: {tmp_path}/nope\n", tmp_path)
-    assert r.returncode != 0 and "python.venv" in r.stderr
+    assert r.returncode == 2 and "python.venv" in r.stderr
 
 
 def test_factory_call(wsgi_server):
@@ -104,6 +104,42 @@ def test_static_files_are_served_natively(wsgi_server, tmp_path):
 def test_static_keys_are_those_of_the_http_frontend(tmp_path):
     r = check(wsgi_config("wsgi_apps:hello", "inline", extra=f"  static: {{root: {tmp_path}, indx: a.html}}\n"),
               tmp_path)
-    assert r.returncode != 0 and "indx" in r.stderr and "index" in r.stderr
+    assert r.returncode == 2 and "indx" in r.stderr and "index" in r.stderr
     r = check(wsgi_config("wsgi_apps:hello", "inline", extra=f"  static: {{root: {tmp_path}/nope}}\n"), tmp_path)
-    assert r.returncode != 0 and "frontend.static.root" in r.stderr and "not a directory" in r.stderr
+    assert r.returncode == 2 and "frontend.static.root" in r.stderr and "not a directory" in r.stderr
+
+
+def test_app_shortcut_needs_no_config_file(m0_server):
+    # README: `m0 --app module:callable` serves a WSGI app on 127.0.0.1:8000
+    # with nothing else; the module is found from the working directory.
+    r = m0test.run_m0("--app", "wsgi_apps:hello", "--check", cwd=APPS)
+    assert r.returncode == 0, r.stderr
+    assert "listen:\n    - 127.0.0.1:8000\n" in r.stdout
+    assert "  type: wsgi\n  app: wsgi_apps:hello\n" in r.stdout
+    # Served (on a port of m0's choosing instead of 8000, which may be taken).
+    server = m0_server(None, "--app", "wsgi_apps:hello", cwd=APPS)
+    assert m0test.request(server.port, path="/").body == b"Hello, World!"
+
+
+@pytest.mark.parametrize("args,env", [
+    (("--set", "executor.pool.reactor_spin=50us"), {}),
+    ((), {"M0_POOL_RING": "0"}),  # the pool's off switch: ring `none`
+], ids=["reactor_spin", "M0_POOL_RING=0"])
+def test_pool_variants_serve(m0_server, args, env):
+    # Not only parsed: requests on one connection, plain and streamed, and
+    # several connections at once, through the pool's other hand-offs.
+    assert os.path.exists(POOL_PLUGIN)
+    server = m0_server(wsgi_config("wsgi_apps:validated", "pool"), *args, threads=2, env=env)
+    with server.connect() as s:
+        reader = m0test.ResponseReader(s)
+        for path in ("/hello", "/stream?n=5", "/hello"):
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
+            r = reader.read()
+            assert r.status == 200, (r.body, server.output())
+        assert r.body == b"Hello, World!"
+    connections = [server.connect() for _ in range(8)]
+    for s in connections:
+        s.sendall(b"GET /stream?n=3 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+    for s in connections:
+        with s:
+            assert m0test.ResponseReader(s).read().body == b"chunk0;chunk1;chunk2;"

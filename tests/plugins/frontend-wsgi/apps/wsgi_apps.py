@@ -222,6 +222,13 @@ def bad_app(environ, start_response):
     if path == "/ok":
         start_response("200 OK", [("Content-Type", "text/plain")])
         return [b"still serving"]
+    if path == "/engine-headers":
+        # Fields the engine owns (framing, connection, Date, Server): dropped.
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Connection", "close"),
+                                  ("Keep-Alive", "timeout=1"), ("Transfer-Encoding", "chunked"),
+                                  ("Date", "Thu, 01 Jan 1970 00:00:00 GMT"), ("Server", "from-the-app"),
+                                  ("X-Kept", "yes")])
+        return [b"engine headers"]
     if path == "/raise":
         raise RuntimeError("boom from the app")
     if path == "/str-body":
