@@ -46,7 +46,7 @@ def run_to_exit(config_text, timeout=30):
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         f.write(config_text)
     try:
-        return m0test.run_m0("--config", f.name, "--listen", f"127.0.0.1:{m0test.free_port()}",
+        return m0test.run_m0("--config", f.name, "--listen", "127.0.0.1:0",
                              "--threads", "1", timeout=timeout)
     finally:
         os.unlink(f.name)
