@@ -101,7 +101,8 @@ PyObject* asgi_call::build_scope() const {
         set_item(d, "path", PyUnicode_DecodeUTF8(facts_.path.data(), static_cast<Py_ssize_t>(facts_.path.size()), "replace")) &&
         set_item(d, "raw_path", PyBytes_FromStringAndSize(req.path.data(), static_cast<Py_ssize_t>(req.path.size()))) &&
         set_item(d, "query_string", PyBytes_FromStringAndSize(req.query.data(), static_cast<Py_ssize_t>(req.query.size()))) &&
-        set_item(d, "root_path", PyUnicode_FromString("")) &&
+        // The mount's prefix (script_name); `path` keeps it, as the spec asks.
+        set_item(d, "root_path", PyUnicode_DecodeUTF8(req.script_name.data(), static_cast<Py_ssize_t>(req.script_name.size()), "replace")) &&
         set_item(d, "headers", headers.release()) &&
         set_item(d, "client", address(facts_.client_host, facts_.client_port)) &&
         set_item(d, "server", address(facts_.server_host, facts_.server_port)) &&
