@@ -80,7 +80,8 @@ async def _serve(app, scope, ch):
 
 def spawn(app, scope, ch):
     loop = asyncio.get_running_loop()
-    state = _states.get(loop)
+    # Keyed by app too: several ASGI mounts may share one loop.
+    state = _states.get((loop, id(app)))
     scope["state"] = dict(state) if state is not None else {}
     task = loop.create_task(_serve(app, scope, ch))
     _tasks.add(task)
@@ -109,7 +110,7 @@ class Lifespan:
         self.task = loop.create_task(self._main())
         outcome = await self.started
         if outcome[0] == "ok":
-            _states[loop] = self.state
+            _states[(loop, id(self.app))] = self.state
         return outcome
 
     async def shutdown(self):

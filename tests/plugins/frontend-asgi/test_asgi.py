@@ -358,3 +358,35 @@ def test_pathsend_sends_the_file(m0_server):
         s.sendall(b"GET /?missing HTTP/1.1\r\nHost: h\r\n\r\n")
         assert m0test.recv_until_closed(s) == b""
     assert wait_for_log(server, "FileNotFoundError")
+
+
+def test_asgi_mounts_share_a_loop_beside_a_native_mount(m0_server):
+    server = m0_server(
+        "executors:\n"
+        "  loop:\n"
+        "    type: asyncio\n"
+        "mounts:\n"
+        "  - prefix: /health\n"
+        "    frontend:\n"
+        "      type: http\n"
+        "      routes:\n"
+        "        - {path: /health, body: ok}\n"
+        "  - prefix: /api\n"
+        "    executor: loop\n"
+        "    frontend:\n"
+        "      type: asgi\n"
+        "      app: \"asgi_apps:lifespan_app\"\n"
+        f"      chdir: {APPS}\n"
+        "  - prefix: /echo\n"
+        "    executor: loop\n"
+        "    frontend:\n"
+        "      type: asgi\n"
+        "      app: \"asgi_apps:scope_echo\"\n"
+        f"      chdir: {APPS}\n")
+    assert m0test.request(server.port, "GET", "/health").body == b"ok"
+    assert json.loads(m0test.request(server.port, "GET", "/api/x").body) == {"state": {"resource": "opened"}}
+    scope = json.loads(m0test.request(server.port, "GET", "/echo/a%20b").body)
+    assert (scope["root_path"], scope["path"], unbytes(scope["raw_path"])) == ("/echo", "/echo/a b", b"/echo/a%20b")
+    assert scope["state"] == {}  # the other mount's lifespan state is its own
+    assert server.stop() == 0
+    assert "lifespan shutdown ran" in server.output()
