@@ -5,8 +5,10 @@
 
 #include <boost/program_options.hpp>
 
+#include <m0/log.hpp>
 #include <m0/version.hpp>
 
+#include "main/interface_probe.hpp"
 #include "server/server_runner.hpp"
 
 namespace po = boost::program_options;
@@ -19,7 +21,7 @@ constexpr const char* usage_head =
     "Usage:\n"
     "  m0 --config FILE [options]          serve the deployment described in FILE\n"
     "  m0 --check --config FILE [options]  validate, print the effective config, exit\n"
-    "  m0 --app module:callable            serve a WSGI app on 127.0.0.1:8000\n"
+    "  m0 --app module:callable            serve a WSGI or ASGI app on 127.0.0.1:8000\n"
     "  m0 plugins [--config FILE]          list every plugin found\n"
     "  m0 --version\n"
     "\n"
@@ -55,7 +57,9 @@ int main(int argc, char** argv) {
         ("listen,l", po::value<std::vector<std::string>>()->composing(), "HOST:PORT to listen on (repeatable; replaces server.listen)")
         ("threads,t", po::value<unsigned>(), "reactor threads per process, 1..256 (server.threads)")
         ("workers,w", po::value<unsigned>(), "serving processes under a supervisor, 1..256 (server.workers)")
-        ("app", po::value<std::string>(), "serve a WSGI callable (frontend.type=wsgi, frontend.app=...)")
+        ("app", po::value<std::string>(), "serve a Python callable (frontend.type=wsgi|asgi, frontend.app=...)")
+        ("interface", po::value<std::string>()->default_value("auto"),
+         "with --app: wsgi, asgi, or auto (a coroutine function, or an object whose __call__ is one, is ASGI)")
         ("check", "validate the configuration, print it with defaults filled in, and exit");
     po::options_description hidden;
     hidden.add_options()("command", po::value<std::vector<std::string>>(), "command");
@@ -85,8 +89,19 @@ int main(int argc, char** argv) {
     m0::run_options options;
     if (vm.count("config")) options.config_file = vm["config"].as<std::string>();
     if (vm.count("app")) {
-        options.sets.push_back("frontend.type=wsgi");
-        options.sets.push_back("frontend.app=" + quoted_yaml(vm["app"].as<std::string>()));
+        const std::string app = vm["app"].as<std::string>();
+        std::string interface = vm["interface"].as<std::string>();
+        if (interface != "auto" && interface != "wsgi" && interface != "asgi") {
+            std::cerr << "m0: --interface must be auto, wsgi or asgi, not '" << interface << "'\n";
+            return 2;
+        }
+        if (interface == "auto") {
+            // Decided here, before any plugin loads: the frontend is chosen by type.
+            interface = m0::probe_interface(app);
+            m0::log::info("--app " + app + ": serving it as " + interface + " (--interface auto)");
+        }
+        options.sets.push_back("frontend.type=" + interface);
+        options.sets.push_back("frontend.app=" + quoted_yaml(app));
     }
     if (vm.count("listen")) {
         std::string list = "server.listen=[";

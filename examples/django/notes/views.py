@@ -1,5 +1,6 @@
-"""Four views: a template page, a JSON API, a CSRF-protected form, and an
-error (to show the 500 path)."""
+"""Five views: a template page, a JSON API (also as an async view, served
+through ASGI), a CSRF-protected form, and an error (to show the 500 path)."""
+import asyncio
 import html
 
 from django.http import HttpResponse, JsonResponse
@@ -17,6 +18,11 @@ def index(request):
 
 def api_notes(request):
     return JsonResponse({"notes": NOTES, "count": len(NOTES)})
+
+
+async def api_notes_async(request):
+    await asyncio.sleep(0)  # a coroutine view: awaits on the event loop
+    return JsonResponse({"notes": NOTES, "count": len(NOTES), "async": True})
 
 
 def form(request):

@@ -18,6 +18,9 @@ public:
     // Blocks until signalled or the timeout passes (negative: no timeout).
     // True when a signal was consumed.
     bool wait(std::chrono::nanoseconds timeout) noexcept;
+    // The eventfd, for an event loop that watches it itself (asyncio's
+    // add_reader); consume a signal then with wait(0ns).
+    int native_handle() const noexcept { return fd_; }
 
 private:
     int fd_ = -1;

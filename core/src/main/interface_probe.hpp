@@ -1,0 +1,14 @@
+#pragma once
+// `m0 --app module:attr --interface auto`: is the callable ASGI or WSGI?
+#include <string>
+
+namespace m0 {
+
+// "asgi" when the callable is a coroutine function or an object whose
+// __call__ is one, else "wsgi". Decided by importing `spec` in a child
+// Python (the app's venv from $VIRTUAL_ENV, else the embedded CPython's
+// executable) from the current directory, before any plugin loads; if the
+// probe cannot import it, "wsgi" (the frontend then reports the import error).
+std::string probe_interface(const std::string& spec);
+
+}  // namespace m0

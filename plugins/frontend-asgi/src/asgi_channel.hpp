@@ -1,0 +1,17 @@
+#pragma once
+// The C object the Python glue talks to for one request: a thin handle on
+// an asgi_call, cut loose (and then refusing use) once the call finished.
+#include <Python.h>
+
+namespace m0::asgi {
+
+class asgi_call;
+
+// Readies the type; false with a Python exception set.
+bool init_channel_type();
+// New reference to a channel for `call`.
+PyObject* new_channel(asgi_call* call);
+// The call is over: the channel refuses further use.
+void detach_channel(PyObject* channel);
+
+}  // namespace m0::asgi

@@ -1,0 +1,36 @@
+#include "asgi_handler.hpp"
+
+namespace m0::asgi {
+
+namespace {
+
+bool is_websocket_upgrade(const http::request& req) {
+    auto upgrade = req.header("Upgrade");
+    return upgrade && http::ascii_iequals(*upgrade, "websocket");
+}
+
+}  // namespace
+
+void asgi_handler::on_request(http::exchange_ptr ex) {
+    const http::request& req = ex->req();
+    if (is_websocket_upgrade(req)) {
+        // Until the WebSocket scope lands: a clear answer, never a hang.
+        ex->respond(501, {{"Content-Type", "text/plain; charset=utf-8"}},
+                    "WebSocket is not supported on ASGI applications yet\n");
+        return;
+    }
+    auto decoded = http::percent_decode(req.path);
+    if (!decoded) {
+        ex->respond(400, {{"Content-Type", "text/plain; charset=utf-8"}}, "Bad Request\n");
+        return;
+    }
+    request_facts facts;
+    facts.path = std::move(*decoded);
+    facts.client_host = req.remote.address().to_string();
+    facts.client_port = req.remote.port();
+    facts.server_host = req.local.address().to_string();
+    facts.server_port = req.local.port();
+    lane_.submit(std::make_unique<asgi_call>(app_, lane_, std::move(ex), std::move(facts)));
+}
+
+}  // namespace m0::asgi

@@ -1,0 +1,21 @@
+#pragma once
+// The reactor side of the ASGI frontend: no GIL, no Python objects. Turns
+// each request into an asgi_call job on the worker's lane.
+#include <m0/executor.hpp>
+#include <m0/http.hpp>
+
+#include "asgi_call.hpp"
+
+namespace m0::asgi {
+
+class asgi_handler final : public http::handler {
+public:
+    asgi_handler(application& app, executor_lane& lane) : app_(app), lane_(lane) {}
+    void on_request(http::exchange_ptr ex) override;
+
+private:
+    application& app_;
+    executor_lane& lane_;
+};
+
+}  // namespace m0::asgi

@@ -1,0 +1,32 @@
+// Validation of the `frontend:` keys of the ASGI frontend.
+#include "asgi_settings.hpp"
+
+#include <filesystem>
+
+#include <m0/config.hpp>
+
+namespace m0::asgi {
+namespace fs = std::filesystem;
+
+settings read_settings(const config_node& section) {
+    section.allow_keys({"type", "app", "chdir", "lifespan", "send_buffer"});
+    settings s;
+    auto app = section.optional_string("app");
+    if (!app || app->empty())
+        section.fail("app", "the ASGI application is required, e.g. app: \"main:app\"");
+    s.app = *app;
+    if (auto dir = section.optional_string("chdir"); dir && !dir->empty()) {
+        fs::path p(*dir);
+        if (p.is_relative()) p = fs::path(section.base_dir()) / p;
+        s.chdir = p.lexically_normal().string();
+        std::error_code ec;
+        if (!fs::is_directory(s.chdir, ec)) section.fail("chdir", "'" + s.chdir + "' is not a directory");
+    }
+    const std::string mode = section.one_of("lifespan", "auto", {"auto", "on", "off"});
+    s.lifespan = mode == "on" ? lifespan_mode::on : mode == "off" ? lifespan_mode::off : lifespan_mode::auto_;
+    s.send_buffer = section.byte_size("send_buffer", 64 * 1024, std::uint64_t(1) << 32);
+    if (s.send_buffer < 4096) section.fail("send_buffer", "must be at least 4k");
+    return s;
+}
+
+}  // namespace m0::asgi
