@@ -34,7 +34,7 @@ public:
     void after_fork_parent() override;
     void after_fork_child() override;
 
-    void start_worker(worker_context& ctx) override;
+    void start_reactor(reactor_context& ctx) override;
 
 private:
     application app_;
