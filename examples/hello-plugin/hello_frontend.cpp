@@ -30,7 +30,7 @@ class hello_frontend final : public m0::frontend {
 public:
     explicit hello_frontend(std::string body) : handler_(std::move(body)) {}
 
-    void start_worker(m0::worker_context& ctx) override { m0::http::serve(ctx, handler_); }
+    void start_reactor(m0::reactor_context& ctx) override { m0::http::serve(ctx, handler_); }
 
 private:
     hello_handler handler_;  // outlives every worker loop: the frontend does

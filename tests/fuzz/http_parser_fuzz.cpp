@@ -35,7 +35,7 @@
 
 #include <m0/http.hpp>
 #include <m0/log.hpp>
-#include <m0/worker.hpp>
+#include <m0/reactor.hpp>
 
 #include "http/char_class.hpp"
 #include "http/request_parser.hpp"
@@ -364,11 +364,11 @@ void fuzz_session(std::uint8_t control, const char* data, std::size_t size) {
     std::string received;
     {
         const auto limits = limits_for(control);
-        m0::worker_stats stats;
+        m0::reactor_stats stats;
         asio::io_context io(1);
         pair_listener listener(io, fds[1]);
         fuzz_handler handler;
-        m0::worker_context ctx;
+        m0::reactor_context ctx;
         ctx.io = &io;
         ctx.listeners.push_back(&listener);
         ctx.stats = &stats;

@@ -1,7 +1,7 @@
 #pragma once
 // The core's HTTP/1.1 engine, as frontends see it (docs/architecture.md).
 //
-// The engine accepts on a worker's listeners, parses requests (no Python, no
+// The engine accepts on a reactor's listeners, parses requests (no Python, no
 // GIL), and hands each complete request to a handler on the reactor thread as
 // an `exchange` (or, for a handler that streams request bodies, each request
 // head: see handler::stream_body). The handler answers at once (native routes) or later, from a
@@ -23,7 +23,7 @@
 
 #include <m0/api.hpp>
 #include <m0/http_fields.hpp>
-#include <m0/worker.hpp>
+#include <m0/reactor.hpp>
 
 namespace m0::http {
 
@@ -153,7 +153,7 @@ public:
     // HTTP/1.0, a streamed body is still pending, or the client is gone.
     virtual std::shared_ptr<byte_stream> upgrade(std::vector<response_header> headers) = 0;
 
-    // Runs `fn` once, posted to the reactor, when the worker starts draining
+    // Runs `fn` once, posted to the reactor, when the reactor starts draining
     // while this response is in progress (at once if it already is): a held
     // response (an SSE stream) should then end. Not run if the response
     // ends first. Any number of callbacks. A handler that does not listen
@@ -185,7 +185,7 @@ public:
     // As exchange::when_drained: any number of waiters, each runs once when
     // pending_bytes() <= below or the stream is closed.
     virtual void when_drained(std::size_t below, std::function<void()> fn) = 0;
-    // Runs `fn` once (posted) when the worker starts draining; at once if it
+    // Runs `fn` once (posted) when the reactor starts draining; at once if it
     // already is. The owner should then finish and close().
     virtual void on_drain(std::function<void()> fn) = 0;
     // Writes what is queued, then closes (a lingering close, so the peer
@@ -214,9 +214,9 @@ public:
 
 // Starts serving HTTP/1.1 on every listener of `ctx` with ctx.limits, and adds
 // its drain and force-close hooks to ctx. Returns at once; the work runs on
-// ctx.io. `h` must outlive the worker loop. When ctx.mount is set (one mount
+// ctx.io. `h` must outlive the reactor loop. When ctx.mount is set (one mount
 // of several) it only registers `h` with the core's mount router.
-M0_API void serve(worker_context& ctx, handler& h);
+M0_API void serve(reactor_context& ctx, handler& h);
 
 // Standard reason phrase ("Not Found"), or "Unknown".
 M0_API std::string_view reason_phrase(unsigned status) noexcept;

@@ -17,7 +17,7 @@ struct http_limits {
     std::chrono::milliseconds write_timeout{30'000};  // per write
     std::chrono::milliseconds keepalive_timeout{75'000};
     std::uint32_t max_requests_per_connection = 0;    // 0: unlimited
-    std::uint32_t max_connections_per_worker = 10'000;
+    std::uint32_t max_connections_per_reactor = 10'000;
 };
 
 }  // namespace m0

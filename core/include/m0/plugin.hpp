@@ -44,7 +44,7 @@ struct plugin_context {
     // (or a named executor's), or a module's top-level section.
     const config_node* section = nullptr;
     const config_node* root = nullptr;  // the whole document (read-only use)
-    unsigned worker_count = 1;          // reactor threads per serving process (server.threads)
+    unsigned reactor_count = 1;          // reactor threads per serving process (server.threads)
     unsigned process_count = 1;         // serving processes (server.workers)
     service_registry* services = nullptr;
 };

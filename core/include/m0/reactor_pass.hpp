@@ -1,6 +1,6 @@
 #pragma once
 // One pass of a reactor loop that serves an executor lane: the one place the
-// executor protocol meets an io_context. The scheduler's workers, the
+// executor protocol meets an io_context. The scheduler's reactors, the
 // executor tests and the hand-off benchmark all loop over this.
 #include <chrono>
 #include <cstddef>

@@ -1,9 +1,9 @@
 #pragma once
 // The lifecycle hooks that frontends and modules share: once per serving
-// process, once per worker (reactor) thread, and around fork().
+// process, once per reactor thread, and around fork().
 #include <m0/api.hpp>
 #include <m0/executor.hpp>
-#include <m0/worker.hpp>
+#include <m0/reactor.hpp>
 
 namespace m0 {
 
@@ -13,13 +13,13 @@ class service_registry;
 struct serving_context {
     unsigned process_index = 0;  // 0..process_count-1 (server.workers)
     unsigned process_count = 1;
-    unsigned worker_count = 1;   // reactor threads in this process (server.threads)
+    unsigned reactor_count = 1;   // reactor threads in this process (server.threads)
     service_registry* services = nullptr;
 };
 
 // The order, in every serving process (each child under server.workers):
-//   prepare(executor) → executors start → start_serving → start_worker (each
-//   worker thread) … serving … drain → stop_worker (each worker thread) →
+//   prepare(executor) → executors start → start_serving → start_reactor (each
+//   reactor thread) … serving … drain → stop_reactor (each reactor thread) →
 //   stop_serving → executors stop.
 // A hook that throws at start stops the process with exit code 1 and the
 // exception's message. Plugins are built once, in the first process, before
@@ -35,12 +35,12 @@ public:
     // Main thread, once per serving process, after the executors started and
     // before any reactor runs (an ASGI lifespan startup, a bus subscriber).
     virtual void start_serving(serving_context& ctx) {}
-    // Each worker thread, once, before its loop runs. Add drain hooks to ctx
+    // Each reactor thread, once, before its loop runs. Add drain hooks to ctx
     // here; return at once (work runs on ctx.io).
-    virtual void start_worker(worker_context& ctx) {}
-    // Each worker thread, once, after its loop ended (before the io_context
-    // is destroyed): release per-worker state.
-    virtual void stop_worker(worker_context& ctx) {}
+    virtual void start_reactor(reactor_context& ctx) {}
+    // Each reactor thread, once, after its loop ended (before the io_context
+    // is destroyed): release per-reactor state.
+    virtual void stop_reactor(reactor_context& ctx) {}
     // Main thread, once per serving process, after the drain and before the
     // executors stop: release producers that wait on reactors now gone.
     virtual void stop_serving(serving_context& ctx) {}

@@ -172,7 +172,7 @@ void check_executors_used(const config_node& root, const server_config& out) {
 void parse_http(const config_node& http, http_limits& out) {
     http.allow_keys({"max_request_line", "max_header_size", "max_header_count", "max_header_bytes", "max_body_size",
                      "header_timeout", "body_timeout", "write_timeout", "keepalive_timeout",
-                     "max_requests_per_connection", "max_connections_per_worker"});
+                     "max_requests_per_connection", "max_connections_per_reactor"});
     constexpr std::uint64_t u32 = std::numeric_limits<std::uint32_t>::max();
     const auto size32 = [&](const char* key, std::uint32_t def) {
         return static_cast<std::uint32_t>(http.byte_size(key, def, u32));
@@ -190,7 +190,7 @@ void parse_http(const config_node& http, http_limits& out) {
     out.write_timeout = millis(http.duration("write_timeout", out.write_timeout));
     out.keepalive_timeout = millis(http.duration("keepalive_timeout", out.keepalive_timeout));
     out.max_requests_per_connection = count32("max_requests_per_connection", out.max_requests_per_connection, 0);
-    out.max_connections_per_worker = count32("max_connections_per_worker", out.max_connections_per_worker, 1);
+    out.max_connections_per_reactor = count32("max_connections_per_reactor", out.max_connections_per_reactor, 1);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include <m0/http.hpp>
-#include <m0/worker.hpp>
+#include <m0/reactor.hpp>
 
 namespace m0::http {
 
@@ -28,7 +28,7 @@ public:
     mount_router(const mount_router&) = delete;
     mount_router& operator=(const mount_router&) = delete;
 
-    // Where mount `index`'s frontend registers its handler (worker_context::mount).
+    // Where mount `index`'s frontend registers its handler (reactor_context::mount).
     mount_binding& binding(std::size_t index) { return *mounts_.at(index); }
     bool bound(std::size_t index) const { return mounts_.at(index)->target != nullptr; }
 

@@ -22,7 +22,7 @@ void ignore_sigpipe_once() {
 }
 }  // namespace
 
-void serve(worker_context& ctx, handler& h) {
+void serve(reactor_context& ctx, handler& h) {
     // One mount of several: the core's server for this worker routes to h.
     if (ctx.mount) {
         ctx.mount->bind(h);

@@ -18,7 +18,7 @@ constexpr std::chrono::milliseconds max_linger{2000};
 constexpr std::size_t max_accept_burst = 64;
 }  // namespace
 
-server::server(worker_context& ctx, handler& h)
+server::server(reactor_context& ctx, handler& h)
     : io_(*ctx.io),
       handler_(h),
       limits_(ctx.limits ? ctx.limits : &default_limits_),
@@ -52,7 +52,7 @@ void server::accept_next(std::size_t i) {
     // Beyond the connection limit the listener is left alone: the kernel
     // backlog holds new clients (or another worker takes them) until a
     // connection here closes.
-    if (draining_ || slot.accepting || connections() >= limits_->max_connections_per_worker) return;
+    if (draining_ || slot.accepting || connections() >= limits_->max_connections_per_reactor) return;
     slot.accepting = true;
     slot.source->async_accept([self = shared_from_this(), i](error_code ec, asio::ip::tcp::socket socket) {
         self->on_accept(i, ec, std::move(socket));

@@ -11,7 +11,7 @@
 #include <boost/intrusive/list.hpp>
 
 #include <m0/http.hpp>
-#include <m0/worker.hpp>
+#include <m0/reactor.hpp>
 
 #include "http/date_cache.hpp"
 #include "http/session.hpp"
@@ -20,7 +20,7 @@ namespace m0::http::detail {
 
 class server : public std::enable_shared_from_this<server> {
 public:
-    server(worker_context& ctx, handler& h);
+    server(reactor_context& ctx, handler& h);
     ~server();
     server(const server&) = delete;
     server& operator=(const server&) = delete;
@@ -32,7 +32,7 @@ public:
     bool draining() const noexcept { return draining_; }
     handler& app() noexcept { return handler_; }
     const http_limits& limits() const noexcept { return *limits_; }
-    worker_stats& stats() noexcept { return *stats_; }
+    reactor_stats& stats() noexcept { return *stats_; }
     boost::asio::io_context& io() noexcept { return io_; }
     std::string_view date() noexcept { return date_.get(); }
     // Longest a connection's timer may sleep without missing a deadline.
@@ -63,9 +63,9 @@ private:
     boost::asio::io_context& io_;
     handler& handler_;
     const http_limits* limits_;
-    worker_stats* stats_;
+    reactor_stats* stats_;
     http_limits default_limits_;
-    worker_stats own_stats_;  // when the caller publishes none
+    reactor_stats own_stats_;  // when the caller publishes none
     std::vector<listener_slot> listeners_;
     boost::intrusive::list<session> sessions_;
     date_cache date_;

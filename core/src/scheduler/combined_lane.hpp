@@ -15,7 +15,7 @@ public:
     // Owns the lanes; at least one.
     explicit combined_lane(std::vector<std::unique_ptr<executor_lane>> lanes);
 
-    // Frontends submit to their own executor's lane (worker_context::lane);
+    // Frontends submit to their own executor's lane (reactor_context::lane);
     // this goes to the first, for a caller that has only the loop's lane.
     void submit(std::unique_ptr<job> j) override;
     std::size_t poll_completions() override;

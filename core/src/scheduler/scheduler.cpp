@@ -89,7 +89,7 @@ private:
     boost::asio::posix::stream_descriptor channel_;
 };
 
-// worker_context::reactor: posts to the worker's io_context while it exists.
+// reactor_context::reactor: posts to the worker's io_context while it exists.
 class worker_reactor_handle final : public reactor_handle {
 public:
     worker_reactor_handle(boost::asio::io_context& io, unsigned index) : io_(&io), index_(index) {}
@@ -99,7 +99,7 @@ public:
         boost::asio::post(*io_, std::move(fn));
         return true;
     }
-    unsigned worker_index() const noexcept override { return index_; }
+    unsigned reactor_index() const noexcept override { return index_; }
     // The worker is going: later posts are dropped.
     void close() {
         std::lock_guard lock(mutex_);
@@ -143,10 +143,10 @@ struct scheduler::worker {
     std::shared_ptr<worker_reactor_handle> reactor;
     std::unique_ptr<executor_lane> lane;
     std::vector<std::unique_ptr<worker_listener>> listeners;
-    worker_stats stats;
-    worker_context ctx;
+    reactor_stats stats;
+    reactor_context ctx;
     std::thread thread;
-    std::atomic<bool> started{false};   // start_worker returned (or threw)
+    std::atomic<bool> started{false};   // start_reactor returned (or threw)
     std::atomic<bool> finished{false};  // loop over, about to return
     std::atomic<bool> crashed{false};
     std::string error;                  // written before finished is set
@@ -178,13 +178,13 @@ scheduler::~scheduler() {
         if (w->detached) (void)w.release();
 }
 
-unsigned scheduler::worker_count() const { return options_.workers; }
+unsigned scheduler::reactor_count() const { return options_.workers; }
 
 void scheduler::start() {
     if (started_) throw std::logic_error("scheduler already started");
     started_ = true;
     auto strategy = effective_listener_strategy(options_.listener);
-    if (frontend_.needs_per_worker_listeners()) strategy = listener_strategy::reuseport;
+    if (frontend_.needs_per_reactor_listeners()) strategy = listener_strategy::reuseport;
     bool exclusive = strategy == listener_strategy::shared && epoll_exclusive_supported();
     if (strategy == listener_strategy::shared && !exclusive)
         log::warning("EPOLLEXCLUSIVE is not supported by this kernel: shared listener wakes every worker");
@@ -229,7 +229,7 @@ void scheduler::start() {
             }
             auto& ctx = w->ctx;
             ctx.index = i;
-            ctx.worker_count = options_.workers;
+            ctx.reactor_count = options_.workers;
             ctx.io = w->io;
             for (auto& l : w->listeners) ctx.listeners.push_back(l.get());
             ctx.stop_flag = &state_->stop;
@@ -253,7 +253,7 @@ void scheduler::start() {
         });
         for (auto& w : workers_) {
             if (w->crashed.load(std::memory_order_acquire)) {
-                throw std::runtime_error("worker " + std::to_string(w->index) + " failed to start: " + w->error);
+                throw std::runtime_error("reactor " + std::to_string(w->index) + " failed to start: " + w->error);
             }
         }
     } catch (...) {
@@ -264,7 +264,7 @@ void scheduler::start() {
 
 void scheduler::run_worker(worker& w) {
     char name[16];
-    std::snprintf(name, sizeof name, "m0-worker-%u", w.index);
+    std::snprintf(name, sizeof name, "m0-reactor-%u", w.index);
     pthread_setname_np(pthread_self(), name);
     if (options_.pin_cores) {
         unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
@@ -285,7 +285,7 @@ void scheduler::run_worker(worker& w) {
     };
 
     try {
-        frontend_.start_worker(w.ctx);
+        frontend_.start_reactor(w.ctx);
     } catch (const std::exception& e) {
         w.error = e.what();
         w.crashed.store(true, std::memory_order_release);
@@ -331,7 +331,7 @@ void scheduler::run_worker(worker& w) {
         } catch (const std::exception& e) {
             w.error = e.what();
             w.crashed.store(true, std::memory_order_release);
-            log::error("worker " + std::to_string(w.index) + " crashed: " + w.error);
+            log::error("reactor " + std::to_string(w.index) + " crashed: " + w.error);
         }
         // A dead worker's reuseport socket would keep receiving its share of
         // connections; refuse them so the kernel sends them elsewhere.
@@ -341,14 +341,14 @@ void scheduler::run_worker(worker& w) {
             try {
                 w.ctx.run_force_close_hooks();
             } catch (const std::exception& e) {
-                log::error("worker " + std::to_string(w.index) + ": closing after the crash failed: " + e.what());
+                log::error("reactor " + std::to_string(w.index) + ": closing after the crash failed: " + e.what());
             }
         }
     }
     try {
-        frontend_.stop_worker(w.ctx);
+        frontend_.stop_reactor(w.ctx);
     } catch (const std::exception& e) {
-        log::error("worker " + std::to_string(w.index) + ": stop_worker failed: " + e.what());
+        log::error("reactor " + std::to_string(w.index) + ": stop_reactor failed: " + e.what());
     }
     w.jobs_abandoned = lane.jobs_in_flight();
     w.reactor->close();
@@ -455,7 +455,7 @@ void scheduler::stop_and_join_all() {
                 w->thread.join();
             } else {
                 // It will not return: leak what it may still use.
-                log::error("worker " + std::to_string(w->index) + " did not stop in time; detached");
+                log::error("reactor " + std::to_string(w->index) + " did not stop in time; detached");
                 w->detached = true;
                 w->thread.detach();
                 (void)new std::vector<std::unique_ptr<worker_listener>>(std::move(w->listeners));
@@ -507,7 +507,7 @@ bool scheduler::is_running(unsigned i) const {
            !w.crashed.load(std::memory_order_acquire);
 }
 
-const worker_stats& scheduler::stats(unsigned i) const { return workers_.at(i)->stats; }
+const reactor_stats& scheduler::stats(unsigned i) const { return workers_.at(i)->stats; }
 
 std::vector<boost::asio::ip::tcp::endpoint> scheduler::local_endpoints() const { return bound_; }
 

@@ -31,7 +31,7 @@ struct scheduler_options {
     std::vector<boost::asio::ip::tcp::endpoint> addresses;  // every worker listens on each
     http_limits limits;
     int backlog = 4096;
-    service_registry* services = nullptr;  // handed to every worker_context
+    service_registry* services = nullptr;  // handed to every reactor_context
     // Refuse an address another socket already listens on before binding
     // (check_no_other_listener). Off in a supervised process: its supervisor
     // checked before forking, and sibling processes already listen there.
@@ -63,7 +63,7 @@ public:
     // thread starts.
     scheduler(frontend& fe, executor& ex, scheduler_options options);
     // Several executors (`executors:` / `mounts:`): each worker gets a lane of
-    // every one (worker_context::executor_lanes, `lane` is the first's) and
+    // every one (reactor_context::executor_lanes, `lane` is the first's) and
     // its loop polls them all. At least one.
     scheduler(frontend& fe, std::vector<executor*> executors, scheduler_options options);
     ~scheduler();
@@ -81,10 +81,10 @@ public:
     // Hard stop (also from another thread while drain() waits). Idempotent.
     void shutdown();
 
-    unsigned worker_count() const;
+    unsigned reactor_count() const;
     unsigned crashed_worker_count() const;
     bool is_running(unsigned worker) const;
-    const worker_stats& stats(unsigned worker) const;
+    const reactor_stats& stats(unsigned worker) const;
     // The addresses actually bound (port 0 resolved), one per configured address.
     std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
 

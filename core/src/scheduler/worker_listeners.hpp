@@ -10,7 +10,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include <m0/worker.hpp>
+#include <m0/reactor.hpp>
 
 namespace m0 {
 

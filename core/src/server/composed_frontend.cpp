@@ -8,12 +8,12 @@
 namespace m0 {
 
 composed_frontend::composed_frontend(std::vector<mount_part> mounts, std::vector<module*> modules,
-                                     unsigned worker_count)
+                                     unsigned reactor_count)
     : mounts_(std::move(mounts)), modules_(std::move(modules)) {
     if (mounts_.empty()) throw std::invalid_argument("a deployment needs at least one frontend");
     for (auto* m : modules_) parts_.push_back(m);
     for (auto& m : mounts_) parts_.push_back(m.fe);
-    workers_.resize(worker_count);
+    workers_.resize(reactor_count);
 }
 
 void composed_frontend::prepare_all(const std::vector<executor*>& executors) {
@@ -35,14 +35,14 @@ void composed_frontend::start_serving(serving_context& ctx) {
     }
 }
 
-void composed_frontend::start_worker(worker_context& ctx) {
+void composed_frontend::start_reactor(reactor_context& ctx) {
     if (!routed()) {
         ctx.lane = ctx.executor_lanes.at(mounts_.front().executor);
-        for (auto* m : modules_) m->start_worker(ctx);
-        mounts_.front().fe->start_worker(ctx);
+        for (auto* m : modules_) m->start_reactor(ctx);
+        mounts_.front().fe->start_reactor(ctx);
         return;
     }
-    for (auto* m : modules_) m->start_worker(ctx);
+    for (auto* m : modules_) m->start_reactor(ctx);
     if (ctx.index >= workers_.size()) throw std::logic_error("worker index beyond the configured worker count");
     std::vector<std::string> prefixes;
     for (const auto& m : mounts_) prefixes.push_back(m.prefix);
@@ -51,12 +51,12 @@ void composed_frontend::start_worker(worker_context& ctx) {
     w.contexts.reserve(mounts_.size());
     for (std::size_t i = 0; i < mounts_.size(); ++i) {
         const auto& m = mounts_[i];
-        worker_context& mc = w.contexts.emplace_back(ctx);
+        reactor_context& mc = w.contexts.emplace_back(ctx);
         mc.clear_hooks();  // the copy holds the modules' hooks: they stay on ctx only
         mc.lane = ctx.executor_lanes.at(m.executor);
         mc.mount = &w.router->binding(i);
         try {
-            m.fe->start_worker(mc);
+            m.fe->start_reactor(mc);
         } catch (...) {
             mc.move_hooks_to(ctx);  // what it started is closed with the worker
             throw;
@@ -69,14 +69,14 @@ void composed_frontend::start_worker(worker_context& ctx) {
     http::serve(ctx, *w.router);
 }
 
-void composed_frontend::stop_worker(worker_context& ctx) {
+void composed_frontend::stop_reactor(reactor_context& ctx) {
     if (!routed()) {
-        mounts_.front().fe->stop_worker(ctx);
+        mounts_.front().fe->stop_reactor(ctx);
     } else if (ctx.index < workers_.size() && workers_[ctx.index]) {
         auto& contexts = workers_[ctx.index]->contexts;
-        for (std::size_t i = contexts.size(); i-- > 0;) mounts_[i].fe->stop_worker(contexts[i]);
+        for (std::size_t i = contexts.size(); i-- > 0;) mounts_[i].fe->stop_reactor(contexts[i]);
     }
-    for (auto it = modules_.rbegin(); it != modules_.rend(); ++it) (*it)->stop_worker(ctx);
+    for (auto it = modules_.rbegin(); it != modules_.rend(); ++it) (*it)->stop_reactor(ctx);
 }
 
 void composed_frontend::stop_serving(serving_context& ctx) {
@@ -102,9 +102,9 @@ void composed_frontend::after_fork_child() {
     for (auto* p : parts_) p->after_fork_child();
 }
 
-bool composed_frontend::needs_per_worker_listeners() const {
+bool composed_frontend::needs_per_reactor_listeners() const {
     for (const auto& m : mounts_)
-        if (m.fe->needs_per_worker_listeners()) return true;
+        if (m.fe->needs_per_reactor_listeners()) return true;
     return false;
 }
 

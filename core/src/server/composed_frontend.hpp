@@ -28,12 +28,12 @@ struct mount_part {
     std::string prefix;          // canonical: "" for "/"
     std::string type;            // the frontend plugin's name, for messages
     frontend* fe = nullptr;
-    std::size_t executor = 0;    // index into the scheduler's executors (worker_context::executor_lanes)
+    std::size_t executor = 0;    // index into the scheduler's executors (reactor_context::executor_lanes)
 };
 
 class composed_frontend final : public frontend {
 public:
-    composed_frontend(std::vector<mount_part> mounts, std::vector<module*> modules, unsigned worker_count);
+    composed_frontend(std::vector<mount_part> mounts, std::vector<module*> modules, unsigned reactor_count);
 
     // prepare() of each mounted frontend with its own executor, and of each
     // module with every executor (a module's thread hooks run wherever jobs do).
@@ -41,13 +41,13 @@ public:
 
     // On a failure the pieces already started are stopped again, in reverse.
     void start_serving(serving_context& ctx) override;
-    void start_worker(worker_context& ctx) override;
-    void stop_worker(worker_context& ctx) override;
+    void start_reactor(reactor_context& ctx) override;
+    void stop_reactor(reactor_context& ctx) override;
     void stop_serving(serving_context& ctx) override;
     void before_fork() override;
     void after_fork_parent() override;
     void after_fork_child() override;
-    bool needs_per_worker_listeners() const override;
+    bool needs_per_reactor_listeners() const override;
 
 private:
     // One worker's routing state; kept until the process ends, because the
@@ -55,7 +55,7 @@ private:
     // scheduler drops those hooks.
     struct worker_mounts {
         std::unique_ptr<http::mount_router> router;
-        std::vector<worker_context> contexts;  // one per mount, reserved up front: frontends may keep &ctx
+        std::vector<reactor_context> contexts;  // one per mount, reserved up front: frontends may keep &ctx
     };
 
     bool routed() const noexcept { return mounts_.size() > 1 || !mounts_.front().prefix.empty(); }

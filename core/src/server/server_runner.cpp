@@ -91,7 +91,7 @@ plugin_context context_for(deployment& d, const config_node& section, const conf
     plugin_context ctx;
     ctx.section = &section;
     ctx.root = &root;
-    ctx.worker_count = d.cfg.threads;
+    ctx.reactor_count = d.cfg.threads;
     ctx.process_count = d.cfg.workers;
     ctx.services = d.services.get();
     return ctx;
@@ -247,7 +247,7 @@ deployment build_deployment(const run_options& options) {
 void print_reports(const std::vector<worker_report>& reports) {
     for (const auto& r : reports) {
         std::ostringstream line;
-        line << "worker " << r.index << ": accepted " << r.accepted << ", requests " << r.requests
+        line << "reactor " << r.index << ": accepted " << r.accepted << ", requests " << r.requests
              << ", open at drain " << r.connections_at_drain << ", drained " << r.drained << ", force-closed "
              << r.force_closed << ", in flight at deadline " << r.in_flight_at_deadline;
         if (r.jobs_abandoned) line << ", jobs abandoned " << r.jobs_abandoned;
@@ -296,7 +296,7 @@ int serve(deployment& d, const process_role& role) {
     serving_context sc;
     sc.process_index = role.index;
     sc.process_count = role.count;
-    sc.worker_count = d.cfg.threads;
+    sc.reactor_count = d.cfg.threads;
     sc.services = d.services.get();
     so.check_addresses = !role.supervised;
 
@@ -318,7 +318,7 @@ int serve(deployment& d, const process_role& role) {
     }
     {
         std::ostringstream line;
-        line << "m0 " << M0_VERSION_STRING << " serving with " << so.workers << " worker(s), "
+        line << "m0 " << M0_VERSION_STRING << " serving with " << so.workers << " reactor thread(s), "
              << describe_frontends(d) << ", " << describe_executors(d) << ", listening on";
         for (const auto& ep : sched->local_endpoints()) line << " " << ep;
         if (role.supervised) line << " (worker process " << role.index << " of " << role.count << ")";
@@ -368,7 +368,7 @@ int serve(deployment& d, const process_role& role) {
     d.composed->stop_serving(sc);
     unsigned stuck = stop_executors(d);
     for (const auto& r : reports) stuck += r.detached ? 1 : 0;
-    if (crashed) log::warning(std::to_string(crashed) + " worker(s) crashed while serving");
+    if (crashed) log::warning(std::to_string(crashed) + " reactor thread(s) crashed while serving");
     if (stuck > 0) {
         // Application code that does not return (a view sleeping, a
         // generator waiting on nothing) must not keep the process alive

@@ -59,7 +59,7 @@ asgi_frontend::asgi_frontend(plugin_context& ctx) {
         throw std::runtime_error("asgi: cannot set up the ASGI glue");
     }
     app_.callable = python::import_callable(app_.config.app);
-    handlers_.resize(ctx.worker_count ? ctx.worker_count : 1);
+    handlers_.resize(ctx.reactor_count ? ctx.reactor_count : 1);
 }
 
 asgi_frontend::~asgi_frontend() {
@@ -127,7 +127,7 @@ void asgi_frontend::stop_serving(serving_context& ctx) {
     lifespans_.clear();
 }
 
-void asgi_frontend::start_worker(worker_context& ctx) {
+void asgi_frontend::start_reactor(reactor_context& ctx) {
     asgi_handler* handler = nullptr;
     {
         std::lock_guard lock(mutex_);

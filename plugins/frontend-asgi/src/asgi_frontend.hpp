@@ -1,6 +1,6 @@
 #pragma once
 // The `asgi` frontend: loads the application at start-up, runs its lifespan
-// on every loop of the asyncio executor, serves HTTP/1.1 per worker.
+// on every loop of the asyncio executor, serves HTTP/1.1 per reactor.
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -27,7 +27,7 @@ public:
     void start_serving(serving_context& ctx) override;
     // Lifespan shutdown on every loop, after the drain.
     void stop_serving(serving_context& ctx) override;
-    void start_worker(worker_context& ctx) override;
+    void start_reactor(reactor_context& ctx) override;
 
     void before_fork() override;
     void after_fork_parent() override;
@@ -38,7 +38,7 @@ private:
     std::vector<python::py_ref> lifespans_;  // one per loop whose startup completed
     std::mutex mutex_;
     // Kept until the frontend goes: completions may still reach a handler's
-    // jobs after its worker loop ended.
+    // jobs after its reactor loop ended.
     std::vector<std::unique_ptr<asgi_handler>> handlers_;
 };
 

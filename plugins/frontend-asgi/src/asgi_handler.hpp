@@ -1,6 +1,6 @@
 #pragma once
 // The reactor side of the ASGI frontend: no GIL, no Python objects. Turns
-// each request into an asgi_call job on the worker's lane.
+// each request into an asgi_call job on the reactor's lane.
 #include <m0/executor.hpp>
 #include <m0/http.hpp>
 

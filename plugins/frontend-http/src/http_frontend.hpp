@@ -12,7 +12,7 @@ class http_frontend final : public frontend {
 public:
     explicit http_frontend(frontend_config config);
 
-    void start_worker(worker_context& ctx) override;
+    void start_reactor(reactor_context& ctx) override;
 
 private:
     // One router for all workers: it is read-only once built.

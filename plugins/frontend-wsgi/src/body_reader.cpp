@@ -23,7 +23,7 @@ bool body_reader::pull_one(std::size_t at_least) {
     }
     auto result = std::make_shared<pull_result>();
     // Held by the reactor-side callables: if one is destroyed without
-    // running (the worker torn down at a hard stop), the reader is released
+    // running (the reactor torn down at a hard stop), the reader is released
     // instead of waiting forever.
     struct guard {
         explicit guard(std::shared_ptr<pull_result> p) : r(std::move(p)) {}

@@ -67,7 +67,7 @@ struct stream_link : std::enable_shared_from_this<stream_link> {
     // Reactor: after handing `n` bytes to the exchange.
     void on_written(std::size_t n);
     // A reactor task or drain callback meant to make room was destroyed
-    // without running (the worker was torn down at a hard stop): release the
+    // without running (the reactor was torn down at a hard stop): release the
     // producer as if the client had gone, so it cannot wait forever.
     void abandon();
 

@@ -28,7 +28,7 @@ wsgi_frontend::wsgi_frontend(plugin_context& ctx) {
     }
     app_.callable = python::import_callable(app_.config.app);
     app_.environ = std::make_unique<environ_builder>(app_.config);
-    handlers_.resize(ctx.worker_count ? ctx.worker_count : 1);
+    handlers_.resize(ctx.reactor_count ? ctx.reactor_count : 1);
 }
 
 wsgi_frontend::~wsgi_frontend() {
@@ -56,7 +56,7 @@ void wsgi_frontend::before_fork() { python::before_fork(); }
 void wsgi_frontend::after_fork_parent() { python::after_fork_parent(); }
 void wsgi_frontend::after_fork_child() { python::after_fork_child(); }
 
-void wsgi_frontend::start_worker(worker_context& ctx) {
+void wsgi_frontend::start_reactor(reactor_context& ctx) {
     wsgi_handler* handler = nullptr;
     {
         std::lock_guard lock(mutex_);

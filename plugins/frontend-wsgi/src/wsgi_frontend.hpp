@@ -1,6 +1,6 @@
 #pragma once
 // The `wsgi` frontend: loads the application at start-up, gives executor
-// threads their Python thread state, serves HTTP/1.1 per worker.
+// threads their Python thread state, serves HTTP/1.1 per reactor.
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -34,14 +34,14 @@ public:
     void after_fork_parent() override;
     void after_fork_child() override;
 
-    void start_worker(worker_context& ctx) override;
+    void start_reactor(reactor_context& ctx) override;
 
 private:
     application app_;
     std::unique_ptr<static_files::static_mounts> statics_;
     std::mutex mutex_;
     // Kept until the frontend goes: completions may still reach a handler's
-    // jobs after its worker loop ended.
+    // jobs after its reactor loop ended.
     std::vector<std::unique_ptr<wsgi_handler>> handlers_;
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 // The reactor side of the WSGI frontend: no GIL, no Python objects. Serves
 // static mounts natively and turns every other request into a wsgi_call job
-// on the worker's executor lane.
+// on the reactor's executor lane.
 #include <memory>
 
 #include <m0/executor.hpp>

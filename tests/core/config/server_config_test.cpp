@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_CASE(every_core_key_is_read) {
         "  write_timeout: 7s\n"
         "  keepalive_timeout: 2m\n"
         "  max_requests_per_connection: 1000\n"
-        "  max_connections_per_worker: 500\n"
+        "  max_connections_per_reactor: 500\n"
         "python: {path: [src]}\n"
         "realtime: {}\n"
         "log:\n"
@@ -122,7 +122,7 @@ BOOST_AUTO_TEST_CASE(every_core_key_is_read) {
     BOOST_TEST(config.http.write_timeout.count() == 7000);
     BOOST_TEST(config.http.keepalive_timeout.count() == 120000);
     BOOST_TEST(config.http.max_requests_per_connection == 1000u);
-    BOOST_TEST(config.http.max_connections_per_worker == 500u);
+    BOOST_TEST(config.http.max_connections_per_reactor == 500u);
     BOOST_TEST(config.log_level == "debug");
 }
 

@@ -141,9 +141,9 @@ struct async_server {
     m0::test::async_test_executor executor;
     std::unique_ptr<m0::executor_lane> lane;
     m0::test::test_listener listener{io};
-    m0::worker_stats stats;
+    m0::reactor_stats stats;
     m0::http_limits limits;
-    m0::worker_context ctx;
+    m0::reactor_context ctx;
     std::unique_ptr<async_echo_handler> handler;
     bool stop = false;  // reactor thread only
     std::thread thread;

@@ -123,7 +123,7 @@ public:
 
 class reflect_frontend final : public frontend {
 public:
-    void start_worker(worker_context& ctx) override { http::serve(ctx, handler_); }
+    void start_reactor(reactor_context& ctx) override { http::serve(ctx, handler_); }
 
 private:
     reflect_handler handler_;  // stateless, shared by all workers

@@ -55,7 +55,7 @@ private:
 
 class echo_frontend final : public frontend {
 public:
-    void start_worker(worker_context& ctx) override { http::serve(ctx, handler_); }
+    void start_reactor(reactor_context& ctx) override { http::serve(ctx, handler_); }
 
 private:
     echo_handler handler_;

@@ -461,7 +461,7 @@ BOOST_AUTO_TEST_CASE(max_requests_per_connection_closes_after_the_last) {
 
 BOOST_AUTO_TEST_CASE(connection_limit_pauses_accepting) {
     m0::http_limits limits;
-    limits.max_connections_per_worker = 1;
+    limits.max_connections_per_reactor = 1;
     test_server srv(limits);
     auto first = std::make_unique<test_client>(srv.port());
     first->send(get("/fixed"));

@@ -16,7 +16,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <m0/http.hpp>
-#include <m0/worker.hpp>
+#include <m0/reactor.hpp>
 
 namespace m0::test {
 
@@ -72,7 +72,7 @@ public:
     std::atomic<bool> release_stream{false};
     std::atomic<bool> stream_was_released{false};
     std::atomic<bool> release_hold{false};
-    const m0::worker_stats* stats = nullptr;
+    const m0::reactor_stats* stats = nullptr;
     // stats->accepted as each /hold request saw it on arrival.
     std::vector<std::uint64_t> hold_saw_accepted;
     std::mutex hold_mutex;
@@ -91,7 +91,7 @@ public:
 
     std::uint16_t port() const { return port_; }
     test_handler& handler() { return handler_; }
-    m0::worker_stats& stats() { return stats_; }
+    m0::reactor_stats& stats() { return stats_; }
     // Runs fn on the worker thread and waits for it.
     void run_on_worker(std::function<void()> fn);
     void drain() { run_on_worker([this] { ctx_.run_drain_hooks(); }); }
@@ -101,10 +101,10 @@ private:
     boost::asio::io_context io_{1};
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
     m0::http_limits limits_;
-    m0::worker_stats stats_;
+    m0::reactor_stats stats_;
     test_listener listener_;
     test_handler handler_;
-    m0::worker_context ctx_;
+    m0::reactor_context ctx_;
     std::uint16_t port_ = 0;
     std::thread thread_;
 };

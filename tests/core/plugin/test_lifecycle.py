@@ -53,20 +53,20 @@ def test_module_service_reaches_the_frontend_and_hooks_run_in_order(m0_server):
                          "module start_serving", "frontend start_serving"]
     assert order[-2:] == ["frontend stop_serving", "module stop_serving"]
     middle = order[6:-2]
-    assert sorted(middle) == sorted(["module start_worker", "frontend start_worker"] * 2 +
-                                    ["module stop_worker", "frontend stop_worker"] * 2)
+    assert sorted(middle) == sorted(["module start_reactor", "frontend start_reactor"] * 2 +
+                                    ["module stop_reactor", "frontend stop_reactor"] * 2)
     # Per worker: the module's start before the frontend's, its stop after.
     for worker in ("worker=0", "worker=1"):
         per = [f"{who} {hook}" for who, hook, _, rest in seen if rest == worker]
-        assert per == ["module start_worker", "frontend start_worker", "frontend stop_worker", "module stop_worker"]
-    # Every stop_worker comes after every start_worker: no worker stops before all started serving.
-    assert all(h.endswith("start_worker") for h in middle[:4])
+        assert per == ["module start_reactor", "frontend start_reactor", "frontend stop_reactor", "module stop_reactor"]
+    # Every stop_reactor comes after every start_reactor: no worker stops before all started serving.
+    assert all(h.endswith("start_reactor") for h in middle[:4])
 
 
 def test_hooks_run_in_each_serving_process(m0_server):
     server = m0_server(config(extra="server:\n  workers: 2\n"), threads=1)
     pids = wait_for_children(server.proc.pid, 2)
-    wait_until(lambda: sum("frontend start_worker" in l for l in server.output().splitlines()) >= 2,
+    wait_until(lambda: sum("frontend start_reactor" in l for l in server.output().splitlines()) >= 2,
                what="both processes serving")
     assert m0test.request(server.port, path="/").body == b"hi from the module\n"
     assert server.stop() == 0
@@ -81,8 +81,8 @@ def test_hooks_run_in_each_serving_process(m0_server):
         own = [(w, h, rest) for w, h, p, rest in seen if p == pid]
         assert [f"{w} {h}" for w, h, _ in own] == [
             "module after_fork_child", "frontend after_fork_child", "module prepare", "frontend prepare",
-            "module start_serving", "frontend start_serving", "module start_worker", "frontend start_worker",
-            "frontend stop_worker", "module stop_worker", "frontend stop_serving", "module stop_serving"]
+            "module start_serving", "frontend start_serving", "module start_reactor", "frontend start_reactor",
+            "frontend stop_reactor", "module stop_reactor", "frontend stop_serving", "module stop_serving"]
     indexes = sorted(rest for _, h, p, rest in seen if h == "start_serving" and p in pids and _ == "module")
     assert indexes == ["process=0/2", "process=1/2"]
     assert not [h for _, h, p, _ in seen if p == supervisor and h != "constructed"]
@@ -102,7 +102,7 @@ def test_a_start_serving_failure_exits_1_with_the_plugins_message():
     assert r.returncode == 1, r.stderr
     assert "m0: cannot start: greeter: refusing to start as configured" in r.stderr
     # Nothing had started that would need stopping, and no worker ran.
-    assert "start_worker" not in r.stderr
+    assert "start_reactor" not in r.stderr
 
 
 def test_unknown_sections_are_config_errors_at_their_line():

@@ -37,7 +37,7 @@ extern "C" int m0_test_symbol_defined_nowhere();
 // Answers nothing; the tests only check that the factory runs this code.
 class test_frontend final : public m0::frontend {
 public:
-    void start_worker(m0::worker_context&) override {
+    void start_reactor(m0::reactor_context&) override {
 #ifdef TEST_UNRESOLVED
         m0_test_symbol_defined_nowhere();
 #endif

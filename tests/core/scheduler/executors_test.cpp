@@ -42,7 +42,7 @@ private:
 // when the drain begins.
 class probe_frontend final : public m0::frontend {
 public:
-    void start_worker(m0::worker_context& ctx) override {
+    void start_reactor(m0::reactor_context& ctx) override {
         lanes = ctx.executor_lanes.size();
         lane_is_first = ctx.lane == ctx.executor_lanes.front();
         worker_thread = std::this_thread::get_id();

@@ -32,7 +32,7 @@ struct session : std::enable_shared_from_this<session> {
 };
 
 struct worker_state {
-    worker_context* ctx;
+    reactor_context* ctx;
     line_frontend* frontend;
     std::set<std::shared_ptr<session>> sessions;
     bool draining = false;
@@ -103,9 +103,9 @@ void session::read() {
 
 }  // namespace
 
-void line_frontend::start_worker(worker_context& ctx) {
+void line_frontend::start_reactor(reactor_context& ctx) {
     if (static_cast<int>(ctx.index) == fail_worker_) throw std::runtime_error("test frontend refused to start");
-    // Owned by the worker's io_context lifetime: freed in stop_worker-free
+    // Owned by the worker's io_context lifetime: freed in stop_reactor-free
     // fashion by a shared_ptr captured in the drain hooks.
     auto state = std::make_shared<worker_state>();
     state->ctx = &ctx;

@@ -16,9 +16,9 @@ namespace m0::test {
 
 class line_frontend final : public frontend {
 public:
-    // Worker `fail_worker` throws from start_worker (partial start tests).
+    // Worker `fail_worker` throws from start_reactor (partial start tests).
     explicit line_frontend(int fail_worker = -1) : fail_worker_(fail_worker) {}
-    void start_worker(worker_context& ctx) override;
+    void start_reactor(reactor_context& ctx) override;
     // Lets every "hold" request (past and future) answer.
     void release_holds();
     // Blocks the calling worker thread until release_holds().

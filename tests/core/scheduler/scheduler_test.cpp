@@ -89,7 +89,7 @@ BOOST_FIXTURE_TEST_CASE(starts_serves_and_stops_with_1_2_4_and_256_workers, fixt
     for (unsigned n : {1u, 2u, 4u, 256u}) {
         m0::scheduler s(frontend, *executor, options(n));
         s.start();
-        BOOST_TEST(s.worker_count() == n);
+        BOOST_TEST(s.reactor_count() == n);
         for (unsigned i = 0; i < n; ++i) BOOST_TEST(s.is_running(i));
         client c(s.local_endpoints().at(0));
         BOOST_TEST(c.ask("fast").rfind("ok ", 0) == 0);
@@ -240,7 +240,7 @@ BOOST_AUTO_TEST_CASE(a_worker_that_cannot_start_fails_start_and_joins_the_rest) 
         s.start();
         BOOST_FAIL("start() succeeded");
     } catch (const std::runtime_error& e) {
-        BOOST_TEST(std::string(e.what()).find("worker 2") != std::string::npos);
+        BOOST_TEST(std::string(e.what()).find("reactor 2") != std::string::npos);
         BOOST_TEST(std::string(e.what()).find("refused to start") != std::string::npos);
     }
 }

@@ -187,4 +187,4 @@ def test_pin_cores_pins_reactor_thread_i_to_core_i(m0_server, pin):
     everywhere = affinities["m0"]  # the main thread is never pinned
     for i in range(2):
         expected = {i % cpus} if pin == "true" else everywhere
-        assert affinities[f"m0-worker-{i}"] == expected, affinities
+        assert affinities[f"m0-reactor-{i}"] == expected, affinities

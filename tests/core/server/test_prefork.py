@@ -202,4 +202,4 @@ def test_pin_cores_gives_each_worker_process_its_own_cores(m0_server):
                 re.findall(r"m0\[(\d+)\] info: .*listening on .*\(worker process (\d+) of 2\)", server.output())}
     assert len(index_of) == 2, server.output()
     for pid, index in index_of.items():
-        assert m0test.thread_affinities(pid)["m0-worker-0"] == {index % os.cpu_count()}
+        assert m0test.thread_affinities(pid)["m0-reactor-0"] == {index % os.cpu_count()}

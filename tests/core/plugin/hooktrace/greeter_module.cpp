@@ -32,11 +32,11 @@ public:
                            "process=" + std::to_string(ctx.process_index) + "/" + std::to_string(ctx.process_count));
         if (fail_at_ == "start_serving") throw std::runtime_error("greeter: refusing to start as configured");
     }
-    void start_worker(m0::worker_context& ctx) override {
-        m0::test::log_hook("module", "start_worker", "worker=" + std::to_string(ctx.index));
+    void start_reactor(m0::reactor_context& ctx) override {
+        m0::test::log_hook("module", "start_reactor", "worker=" + std::to_string(ctx.index));
     }
-    void stop_worker(m0::worker_context& ctx) override {
-        m0::test::log_hook("module", "stop_worker", "worker=" + std::to_string(ctx.index));
+    void stop_reactor(m0::reactor_context& ctx) override {
+        m0::test::log_hook("module", "stop_reactor", "worker=" + std::to_string(ctx.index));
     }
     void stop_serving(m0::serving_context&) override { m0::test::log_hook("module", "stop_serving"); }
     void after_fork_child() override { m0::test::log_hook("module", "after_fork_child"); }

@@ -29,12 +29,12 @@ public:
         m0::test::log_hook("frontend", "start_serving",
                            "process=" + std::to_string(ctx.process_index) + "/" + std::to_string(ctx.process_count));
     }
-    void start_worker(m0::worker_context& ctx) override {
-        m0::test::log_hook("frontend", "start_worker", "worker=" + std::to_string(ctx.index));
+    void start_reactor(m0::reactor_context& ctx) override {
+        m0::test::log_hook("frontend", "start_reactor", "worker=" + std::to_string(ctx.index));
         m0::http::serve(ctx, *this);
     }
-    void stop_worker(m0::worker_context& ctx) override {
-        m0::test::log_hook("frontend", "stop_worker", "worker=" + std::to_string(ctx.index));
+    void stop_reactor(m0::reactor_context& ctx) override {
+        m0::test::log_hook("frontend", "stop_reactor", "worker=" + std::to_string(ctx.index));
     }
     void stop_serving(m0::serving_context&) override { m0::test::log_hook("frontend", "stop_serving"); }
     void after_fork_child() override { m0::test::log_hook("frontend", "after_fork_child"); }

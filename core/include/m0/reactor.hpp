@@ -1,5 +1,5 @@
 #pragma once
-// What the scheduler hands a frontend on each worker (reactor) thread.
+// What the scheduler hands a frontend on each reactor thread.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -15,21 +15,21 @@
 
 namespace m0 {
 
-// A listening socket as one worker sees it. Hides the listener strategy
-// (a per-worker SO_REUSEPORT socket, or one shared socket woken with
+// A listening socket as one reactor sees it. Hides the listener strategy
+// (a per-reactor SO_REUSEPORT socket, or one shared socket woken with
 // EPOLLEXCLUSIVE). Owned by the scheduler: a frontend never closes it.
 class listener {
 public:
     using accept_handler = std::function<void(boost::system::error_code, boost::asio::ip::tcp::socket)>;
     virtual ~listener() = default;
-    // One accept at a time; the handler runs on the worker's io_context.
-    // Fails with operation_aborted once the worker drains.
+    // One accept at a time; the handler runs on the reactor's io_context.
+    // Fails with operation_aborted once the reactor drains.
     virtual void async_accept(accept_handler handler) = 0;
     virtual boost::asio::ip::tcp::endpoint local_endpoint() const = 0;
 };
 
-// Counters a worker publishes; written by its own thread, read by anyone.
-struct worker_stats {
+// Counters a reactor publishes; written by its own thread, read by anyone.
+struct reactor_stats {
     std::atomic<std::uint64_t> accepted{0};
     std::atomic<std::uint64_t> requests{0};          // responses completed
     std::atomic<std::uint64_t> live_connections{0};
@@ -37,14 +37,14 @@ struct worker_stats {
     std::atomic<std::uint64_t> force_closed{0};      // connections closed at a drain deadline
 };
 
-// Runs work on one worker's reactor thread from any thread. Outlives the
-// worker: once its loop has ended, post() drops the work and returns false,
+// Runs work on one reactor thread from any thread. Outlives the
+// reactor: once its loop has ended, post() drops the work and returns false,
 // so a plugin thread (a bus subscriber, say) never touches a freed reactor.
 class reactor_handle {
 public:
     virtual ~reactor_handle() = default;
     virtual bool post(std::function<void()> fn) = 0;
-    virtual unsigned worker_index() const noexcept = 0;
+    virtual unsigned reactor_index() const noexcept = 0;
 };
 
 class service_registry;
@@ -54,43 +54,43 @@ class handler;
 }
 
 // One mount of a deployment that serves several frontends by path prefix
-// (`mounts:`), as a worker sees it. When a frontend's worker_context carries
+// (`mounts:`), as a reactor sees it. When a frontend's reactor_context carries
 // one, http::serve() registers the frontend's handler here instead of
-// starting a server: the core runs one server per worker and routes each
+// starting a server: the core runs one server per reactor and routes each
 // request to the mount with the longest matching prefix.
 class mount_binding {
 public:
     virtual ~mount_binding() = default;
-    // Once per worker. `h` must outlive the worker loop.
+    // Once per reactor. `h` must outlive the reactor loop.
     virtual void bind(http::handler& h) = 0;
 };
 
-struct worker_context {
+struct reactor_context {
     unsigned index = 0;
-    unsigned worker_count = 1;
+    unsigned reactor_count = 1;
     boost::asio::io_context* io = nullptr;
     std::vector<listener*> listeners;
-    // Set (release) by the stopper; workers read it (acquire) every pass.
+    // Set (release) by the stopper; reactors read it (acquire) every pass.
     const std::atomic<bool>* stop_flag = nullptr;
-    // This frontend's executor lane on this worker.
+    // This frontend's executor lane on this reactor.
     executor_lane* lane = nullptr;
-    // Every executor's lane on this worker, in the deployment's executor
+    // Every executor's lane on this reactor, in the deployment's executor
     // order (one entry unless `executors:` or `mounts:` name several).
     std::vector<executor_lane*> executor_lanes;
     // Set when this frontend is one mount of several (see mount_binding).
     mount_binding* mount = nullptr;
-    worker_stats* stats = nullptr;
+    reactor_stats* stats = nullptr;
     const http_limits* limits = nullptr;
-    // Any-thread entry to this worker's reactor.
+    // Any-thread entry to this reactor's reactor.
     std::shared_ptr<reactor_handle> reactor;
     // Services plugins provide to each other (m0/services.hpp).
     service_registry* services = nullptr;
 
-    // Drain hooks, added by frontends and modules in start_worker and run by
-    // the scheduler on this worker's thread, in the order added. A drain
+    // Drain hooks, added by frontends and modules in start_reactor and run by
+    // the scheduler on this reactor's thread, in the order added. A drain
     // hook stops accepting, closes idle connections, and tells what is in
     // flight to finish (a held stream ends, a WebSocket says 1001); the
-    // worker then waits for connections to close. A force-close hook closes
+    // reactor then waits for connections to close. A force-close hook closes
     // everything left.
     void add_drain_hook(std::function<void()> fn) { drain_hooks_.push_back(std::move(fn)); }
     void add_force_close_hook(std::function<void()> fn) { force_close_hooks_.push_back(std::move(fn)); }
@@ -101,8 +101,8 @@ struct worker_context {
         for (auto& h : force_close_hooks_) h();
     }
     // Appends this context's hooks to `to`'s and leaves this one without
-    // any: the core hands a mount's hooks to its worker's context.
-    void move_hooks_to(worker_context& to) {
+    // any: the core hands a mount's hooks to its reactor's context.
+    void move_hooks_to(reactor_context& to) {
         for (auto& h : drain_hooks_) to.drain_hooks_.push_back(std::move(h));
         for (auto& h : force_close_hooks_) to.force_close_hooks_.push_back(std::move(h));
         clear_hooks();
