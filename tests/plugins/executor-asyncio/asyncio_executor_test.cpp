@@ -216,5 +216,8 @@ BOOST_AUTO_TEST_CASE(stop_with_a_stuck_loop_returns_after_the_grace) {
     BOOST_TEST(ex->stop(50ms) == 1u);
     BOOST_TEST(ex->stop(50ms) == 1u);
     release->store(true);
-    (void)reactor.lane.release();  // abandoned with the stuck job
+    // Abandoned with the stuck job; kept reachable, so the leak checker does
+    // not count what the executor keeps for that thread on purpose.
+    static std::vector<std::unique_ptr<m0::executor_lane>> abandoned;
+    abandoned.push_back(std::move(reactor.lane));
 }
