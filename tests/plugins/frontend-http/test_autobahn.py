@@ -17,12 +17,8 @@ import sys
 
 import m0test
 
-CONFIG = """frontend:
-  type: http
-  routes:
-    - path: /ws
-      websocket: {handler: echo, max_message_size: 20m, max_write_buffer: 20m}
-"""
+# The shipped echo deployment (its listen address is replaced by the harness's).
+CONFIG = os.path.join(m0test.SOURCE_DIR, "configs", "websocket-echo.yaml")
 
 # Autobahn has no chapters 8 and 11.
 FULL_CHAPTERS = [1, 2, 3, 4, 5, 6, 7, 9, 10]
