@@ -5,14 +5,12 @@
 
 #include <m0/http_fields.hpp>
 
+#include "trim.hpp"
+
 namespace m0::websocket {
 namespace {
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
+using detail::trim;
 
 // Splits at `sep` outside double quotes.
 std::vector<std::string_view> split(std::string_view s, char sep) {

@@ -5,16 +5,14 @@
 #include <boost/beast/core/detail/base64.hpp>
 #include <boost/beast/core/detail/sha1.hpp>
 
+#include "trim.hpp"
+
 namespace m0::websocket {
 namespace {
 
 constexpr std::string_view guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
+using detail::trim;
 
 // Every comma-separated element of every `name` header, trimmed, empty ones dropped.
 std::vector<std::string_view> list_header(const http::request& req, std::string_view name) {
