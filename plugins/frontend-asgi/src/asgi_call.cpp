@@ -58,6 +58,7 @@ struct names_t {
     PyObject* create_task = interned("create_task");
     PyObject* create_future = interned("create_future");
     PyObject* add_done_callback = interned("add_done_callback");
+    PyObject* remove_done_callback = interned("remove_done_callback");
     PyObject* done = interned("done");
 };
 
@@ -160,6 +161,7 @@ void asgi_call::run(completion_port& port) noexcept {
     }
     channel_ = channel.release();  // until the Task's done callback
     task_ = task.release();
+    on_done_ = on_done.release();
 }
 
 void asgi_call::complete(bool cancelled) noexcept {
@@ -395,6 +397,15 @@ void asgi_call::fail(PyObject* message) {
     flow_->release_disconnect();
 }
 
+void asgi_call::on_serve_end() noexcept {
+    // The coroutine's last step: the Task is as good as done. Its done
+    // callback (there for a Task cancelled before it ever ran) would cost a
+    // loop round per request; it goes, and the job finishes now.
+    python::py_ref removed(PyObject_CallMethodOneArg(task_, names().remove_done_callback, on_done_));
+    if (!removed) PyErr_Clear();  // then the callback runs, finds the channel detached and does nothing
+    on_task_done(task_);
+}
+
 void asgi_call::on_task_done(PyObject* task) noexcept {
     // Cancelled at a hard stop, or an exception escaped the glue itself.
     if (!ended_) {
@@ -412,6 +423,7 @@ void asgi_call::on_task_done(PyObject* task) noexcept {
     detach_channel(channel);
     Py_XDECREF(channel);
     Py_CLEAR(task_);
+    Py_CLEAR(on_done_);
     completion_port* port = std::exchange(port_, nullptr);
     port->finish();  // the reactor may delete this job from now on
 }

@@ -79,6 +79,9 @@ public:
     void fail(PyObject* message);
     // The Task is done: finish the job. `this` may be gone afterwards.
     void on_task_done(PyObject* task) noexcept;
+    // The app's coroutine ends (its Task is done once it returns): the
+    // same, without waiting for the done callback.
+    void on_serve_end() noexcept;
 
 private:
     PyObject* state() const;
@@ -94,6 +97,7 @@ private:
     completion_port* port_ = nullptr;
     PyObject* channel_ = nullptr;  // strong ref until the Task is done
     PyObject* task_ = nullptr;     // strong ref until it is done (the loop keeps only weak ones)
+    PyObject* on_done_ = nullptr;  // its done callback (strong ref)
     std::shared_ptr<flow> flow_ = std::make_shared<flow>();
 
     unsigned status_ = 0;

@@ -76,6 +76,12 @@ PyObject* ch_done(PyObject* self, PyObject* task) {
     Py_RETURN_NONE;
 }
 
+PyObject* ch_end(PyObject* self, PyObject*) {
+    asgi_call* c = reinterpret_cast<channel_object*>(self)->call;
+    if (c) c->on_serve_end();  // detaches the channel
+    Py_RETURN_NONE;
+}
+
 PyObject* ch_gone(PyObject* self, void*) {
     asgi_call* c = reinterpret_cast<channel_object*>(self)->call;
     return PyBool_FromLong(!c || c->gone());
@@ -111,6 +117,7 @@ PyMethodDef methods[] = {
     {"wait_disconnect", ch_wait_disconnect, METH_O, "False: already disconnected; else resolves the future"},
     {"fail", ch_fail, METH_O, "log the message (if any); 500 before the start, abort after"},
     {"done", ch_done, METH_O, "the Task's done callback"},
+    {"end", ch_end, METH_NOARGS, "the coroutine's last step: finish now, drop the done callback"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyGetSetDef getset[] = {{"gone", ch_gone, nullptr, "the client went away", nullptr},

@@ -45,6 +45,8 @@ async def _serve(app, scope, ch):
             ch.fail("the application returned without sending http.response.start")
         elif not ch.ended:
             ch.fail("the application returned before the response body was complete")
+    finally:
+        ch.end()
 
 
 async def _send_other(ch, message):
