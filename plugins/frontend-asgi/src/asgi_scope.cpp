@@ -11,16 +11,13 @@ bool intern(python::py_ref& out, const char* s) {
     return static_cast<bool>(out);
 }
 
-bool put(PyObject* dict, PyObject* key, PyObject* owned) {
+// dict[key] = owned, consuming `owned` (null: an error is already set). A
+// key the dict already holds (from the template) never resizes it.
+bool put(PyObject* dict, const python::py_ref& key, PyObject* owned) {
     if (!owned) return false;
-    const int r = PyDict_SetItem(dict, key, owned);
+    const int r = PyDict_SetItem(dict, key.get(), owned);
     Py_DECREF(owned);
     return r == 0;
-}
-
-// Sets a key the dict already holds (from the template): never resizes.
-bool put(PyObject* dict, const python::py_ref& key, PyObject* owned) {
-    return put(dict, key.get(), owned);
 }
 
 PyObject* utf8(std::string_view s) {
