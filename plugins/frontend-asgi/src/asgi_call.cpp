@@ -143,9 +143,10 @@ void asgi_call::run(completion_port& port) noexcept {
     if (loop && !PyErr_Occurred())
         scope = python::py_ref(app_.scope.build(*req_, facts_.decoded ? std::string_view(facts_.path) : req_->path, state));
     if (scope) channel = python::py_ref(new_channel(this));
-    if (channel)
-        coro = python::py_ref(
-            PyObject_CallFunctionObjArgs(glue("_serve"), app_.callable.get(), scope.get(), channel.get(), nullptr));
+    if (channel) {
+        PyObject* args[] = {app_.callable.get(), scope.get(), channel.get()};
+        coro = python::py_ref(PyObject_Vectorcall(glue("_serve"), args, 3, nullptr));
+    }
     if (coro) task = python::py_ref(PyObject_CallMethodOneArg(loop, n.create_task, coro.get()));
     if (task) on_done = python::py_ref(PyObject_GetAttr(channel.get(), n.done));
     if (on_done) added = python::py_ref(PyObject_CallMethodOneArg(task.get(), n.add_done_callback, on_done.get()));
