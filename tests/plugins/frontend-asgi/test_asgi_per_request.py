@@ -2,23 +2,11 @@
 can between requests (interned keys, a scope template, addresses already
 seen), and send()'s awaitable used the ways apps use it."""
 import json
-import os
-
-import pytest
 
 import m0test
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-APPS = os.path.join(HERE, "apps")
-PLUGINS = os.path.join(m0test.BUILD_DIR, "lib", "m0", "plugins")
-
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(os.path.join(PLUGINS, "m0-frontend-asgi.so")),
-    reason="the Python plugins are not built (M0_BUILD_PYTHON=OFF)")
-
-
-def config(app):
-    return f"frontend:\n  type: asgi\n  app: \"{app}\"\n  chdir: {APPS}\nexecutor:\n  type: asyncio\n"
+# The config and the skip when the Python plugins are not built, as for
+# every ASGI test.
+from test_asgi import asgi_config as config, pytestmark  # noqa: F401
 
 
 def get(reader, sock, path, headers=""):
