@@ -1,7 +1,8 @@
 #pragma once
 // One ASGI request as an executor job that finishes later: run() (on the
 // loop thread, GIL held) builds the scope and starts the app as a Task; the
-// Task's done callback finishes the job. Everything the reactor must do
+// coroutine's last step finishes the job (the Task's done callback does, for
+// a Task cancelled before it ran). Everything the reactor must do
 // (begin, write, end, abort) is posted to it.
 #include <Python.h>
 
