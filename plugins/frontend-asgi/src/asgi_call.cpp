@@ -402,8 +402,10 @@ void asgi_call::on_serve_end() noexcept {
     // The coroutine's last step: the Task is as good as done. Its done
     // callback (there for a Task cancelled before it ever ran) would cost a
     // loop round per request; it goes, and the job finishes now.
-    python::py_ref removed(PyObject_CallMethodOneArg(task_, names().remove_done_callback, on_done_));
-    if (!removed) PyErr_Clear();  // then the callback runs, finds the channel detached and does nothing
+    if (task_ && on_done_) {
+        python::py_ref removed(PyObject_CallMethodOneArg(task_, names().remove_done_callback, on_done_));
+        if (!removed) PyErr_Clear();  // then the callback runs, finds the channel detached and does nothing
+    }
     on_task_done(task_);
 }
 

@@ -27,35 +27,9 @@ PyObject* ch_body(PyObject* self, PyObject*) {
     return c ? c->body() : nullptr;
 }
 
-PyObject* ch_start(PyObject* self, PyObject* args) {
-    PyObject *status, *headers;
-    if (!PyArg_ParseTuple(args, "OO", &status, &headers)) return nullptr;
-    asgi_call* c = call_of(self);
-    if (!c || !c->start(status, headers)) return nullptr;
-    Py_RETURN_NONE;
-}
-
-PyObject* ch_send(PyObject* self, PyObject* args) {
-    PyObject* data;
-    int more;
-    if (!PyArg_ParseTuple(args, "Op", &data, &more)) return nullptr;
-    asgi_call* c = call_of(self);
-    if (!c) return nullptr;
-    const int wait = c->send(data, more != 0);
-    if (wait < 0) return nullptr;
-    return PyBool_FromLong(wait);
-}
-
 PyObject* ch_pathsend(PyObject* self, PyObject* path) {
     asgi_call* c = call_of(self);
     if (!c || !c->pathsend(path)) return nullptr;
-    Py_RETURN_NONE;
-}
-
-PyObject* ch_wait_room(PyObject* self, PyObject* future) {
-    asgi_call* c = call_of(self);
-    if (!c) return nullptr;
-    c->wait_room(future);
     Py_RETURN_NONE;
 }
 
@@ -110,10 +84,7 @@ PyObject* ch_call(PyObject* self, PyObject* const* args, std::size_t nargsf, PyO
 
 PyMethodDef methods[] = {
     {"body", ch_body, METH_NOARGS, "the request body"},
-    {"start", ch_start, METH_VARARGS, "http.response.start"},
-    {"send", ch_send, METH_VARARGS, "http.response.body; True: await wait_room"},
     {"pathsend", ch_pathsend, METH_O, "http.response.pathsend: the whole file, with sendfile"},
-    {"wait_room", ch_wait_room, METH_O, "resolve the future when the output has room"},
     {"wait_disconnect", ch_wait_disconnect, METH_O, "False: already disconnected; else resolves the future"},
     {"fail", ch_fail, METH_O, "log the message (if any); 500 before the start, abort after"},
     {"done", ch_done, METH_O, "the Task's done callback"},
