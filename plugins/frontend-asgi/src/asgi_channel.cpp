@@ -24,11 +24,28 @@ PyObject* ch_body(PyObject* self, PyObject*) {
     return c ? c->body() : nullptr;
 }
 
+PyObject* ch_pull(PyObject* self, PyObject* future) {
+    asgi_call* c = call_of(self);
+    if (!c) return nullptr;
+    c->pull(future);
+    Py_RETURN_NONE;
+}
+
 PyObject* ch_start(PyObject* self, PyObject* args) {
     PyObject *status, *headers;
-    if (!PyArg_ParseTuple(args, "OO", &status, &headers)) return nullptr;
+    int trailers = 0;
+    if (!PyArg_ParseTuple(args, "OO|p", &status, &headers, &trailers)) return nullptr;
     asgi_call* c = call_of(self);
-    if (!c || !c->start(status, headers)) return nullptr;
+    if (!c || !c->start(status, headers, trailers != 0)) return nullptr;
+    Py_RETURN_NONE;
+}
+
+PyObject* ch_trailers(PyObject* self, PyObject* args) {
+    PyObject* headers;
+    int more;
+    if (!PyArg_ParseTuple(args, "Op", &headers, &more)) return nullptr;
+    asgi_call* c = call_of(self);
+    if (!c || !c->trailers(headers, more != 0)) return nullptr;
     Py_RETURN_NONE;
 }
 
@@ -80,7 +97,9 @@ PyObject* ch_gone(PyObject* self, void*) {
 
 PyMethodDef methods[] = {
     {"body", ch_body, METH_NOARGS, "the request body"},
+    {"pull", ch_pull, METH_O, "resolve the future with the next body piece: (bytes, last), or None"},
     {"start", ch_start, METH_VARARGS, "http.response.start"},
+    {"trailers", ch_trailers, METH_VARARGS, "http.response.trailers"},
     {"send", ch_send, METH_VARARGS, "http.response.body; True: await wait_room"},
     {"pathsend", ch_pathsend, METH_O, "http.response.pathsend: the whole file, with sendfile"},
     {"wait_room", ch_wait_room, METH_O, "resolve the future when the output has room"},
@@ -89,7 +108,13 @@ PyMethodDef methods[] = {
     {"done", ch_done, METH_O, "the Task's done callback"},
     {nullptr, nullptr, 0, nullptr}};
 
+PyObject* ch_streamed(PyObject* self, void*) {
+    asgi_call* c = reinterpret_cast<channel_object*>(self)->call;
+    return PyBool_FromLong(c && c->streamed());
+}
+
 PyGetSetDef getset[] = {{"gone", ch_gone, nullptr, "the client went away", nullptr},
+                        {"streamed", ch_streamed, nullptr, "the body is pulled piece by piece", nullptr},
                         {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyTypeObject channel_type = python::blank_type("m0.asgi_channel", sizeof(channel_object));

@@ -16,51 +16,85 @@ _tasks = set()
 _states = {}
 
 
+class ClientDisconnected(OSError):
+    """send() after the client went away (ASGI HTTP spec 2.4)."""
+
+
 async def _serve(app, scope, ch):
     started = False
-    ended = False
-    body_taken = False
+    trailers = False   # trailers=True in http.response.start
+    body_sent = False  # the last http.response.body (or pathsend) arrived
+    ended = False      # the response is complete
+    body_done = False  # the request body was handed out to its end
+    pulled = None      # the future of a receive() awaiting a body piece
 
     async def receive():
-        nonlocal body_taken
-        if not body_taken:
-            # The engine hands whole bodies today; a streamed body would
-            # return chunks here with more_body True until the last.
-            body_taken = True
-            return {"type": "http.request", "body": ch.body(), "more_body": False}
-        fut = asyncio.get_running_loop().create_future()
+        nonlocal body_done, pulled
+        loop = asyncio.get_running_loop()
+        if not body_done:
+            if not ch.streamed:
+                body_done = True
+                return {"type": "http.request", "body": ch.body(), "more_body": False}
+            if pulled is not None and not pulled.done():
+                raise RuntimeError("receive() called while another receive() awaits the request body")
+            # Pulled from the connection only now: a slow app slows the
+            # client down instead of m0 buffering the body.
+            pulled = loop.create_future()
+            ch.pull(pulled)
+            piece = await pulled
+            if piece is not None:
+                body, last = piece
+                body_done = last
+                return {"type": "http.request", "body": body, "more_body": not last}
+            body_done = True
+            return {"type": "http.disconnect"}
+        fut = loop.create_future()
         if ch.wait_disconnect(fut):
             await fut
         return {"type": "http.disconnect"}
 
     async def send(message):
-        nonlocal started, ended
+        nonlocal started, trailers, body_sent, ended
         kind = message["type"]
         if kind == "http.response.start":
             if started:
                 raise RuntimeError("http.response.start sent twice")
-            ch.start(message["status"], message.get("headers", ()))
+            trailers = bool(message.get("trailers", False))
+            ch.start(message["status"], message.get("headers", ()), trailers)
             started = True
         elif kind == "http.response.body":
             if not started:
                 raise RuntimeError("http.response.body sent before http.response.start")
-            if ended:
-                raise RuntimeError("http.response.body sent after the response was complete")
+            if body_sent:
+                raise RuntimeError("http.response.body sent after the response body was complete")
             if ch.gone:
-                raise OSError("the client disconnected")
+                raise ClientDisconnected("the client disconnected")
             more = bool(message.get("more_body", False))
-            ended = not more
+            body_sent = not more
+            ended = body_sent and not trailers
             if ch.send(message.get("body", b""), more):
                 fut = asyncio.get_running_loop().create_future()
                 ch.wait_room(fut)
                 await fut
+        elif kind == "http.response.trailers":
+            if not trailers:
+                raise RuntimeError("http.response.trailers sent without trailers=True in http.response.start")
+            if not body_sent:
+                raise RuntimeError("http.response.trailers sent before the last http.response.body")
+            if ended:
+                raise RuntimeError("http.response.trailers sent after the response was complete")
+            if ch.gone:
+                raise ClientDisconnected("the client disconnected")
+            more = bool(message.get("more_trailers", False))
+            ch.trailers(message.get("headers", ()), more)
+            ended = not more
         elif kind == "http.response.pathsend":
             if not started:
                 raise RuntimeError("http.response.pathsend sent before http.response.start")
-            if ended:
+            if body_sent:
                 raise RuntimeError("http.response.pathsend sent after the response body")
             ch.pathsend(message["path"])
-            ended = True
+            body_sent = ended = True
         else:
             raise RuntimeError(f"unexpected ASGI message type {kind!r} on an http scope")
 
@@ -70,12 +104,15 @@ async def _serve(app, scope, ch):
         ch.fail(None)
         raise
     except BaseException:
+        # A send() that raised because the client left is no error of the
+        # app's (the spec asks servers not to log it).
         ch.fail(None if ch.gone else traceback.format_exc())
     else:
         if not started:
             ch.fail("the application returned without sending http.response.start")
         elif not ended:
-            ch.fail("the application returned before the response body was complete")
+            ch.fail("the application returned before the response was complete"
+                    + (" (its http.response.trailers)" if body_sent else ""))
 
 
 def spawn(app, scope, ch):
@@ -120,7 +157,7 @@ class Lifespan:
         return await self.stopped
 
     async def _main(self):
-        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.3"}, "state": self.state}
+        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.4"}, "state": self.state}
         phase = "startup"
 
         async def receive():

@@ -63,7 +63,7 @@ def test_http_scope_has_every_key(m0_server):
     assert r.status == 200
     scope = json.loads(r.body)
     assert scope["type"] == "http"
-    assert scope["asgi"] == {"version": "3.0", "spec_version": "2.3"}
+    assert scope["asgi"] == {"version": "3.0", "spec_version": "2.4"}
     assert scope["http_version"] == "1.1"
     assert scope["method"] == "POST"
     assert scope["scheme"] == "http"
