@@ -230,6 +230,16 @@ def unread_bytes(server_port, client_port):
     return end[1] if end else None
 
 
+def rss_kib(pid, field="VmRSS"):
+    """Resident memory of process `pid` in KiB, from /proc/<pid>/status
+    (field "VmHWM": its peak so far)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
 def cpu_list(text):
     """The CPUs of a /proc list such as "0-2,5" as a set."""
     cpus = set()

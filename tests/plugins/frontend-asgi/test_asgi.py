@@ -12,26 +12,9 @@ import pytest
 
 import m0test
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-APPS = os.path.join(HERE, "apps")
-PLUGINS = os.path.join(m0test.BUILD_DIR, "lib", "m0", "plugins")
+from conftest import APPS, asgi_config, needs_asgi
 
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(os.path.join(PLUGINS, "m0-frontend-asgi.so")),
-    reason="the Python plugins are not built (M0_BUILD_PYTHON=OFF)")
-
-
-def asgi_config(app, executor="asyncio", frontend_extra="", extra=""):
-    return (
-        "frontend:\n"
-        "  type: asgi\n"
-        f"  app: \"{app}\"\n"
-        f"  chdir: {APPS}\n"
-        f"{frontend_extra}"
-        "executor:\n"
-        f"  type: {executor}\n"
-        f"{extra}"
-    )
+pytestmark = needs_asgi
 
 
 def wait_for_log(server, text, timeout=10.0):

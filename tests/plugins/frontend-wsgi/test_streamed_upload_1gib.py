@@ -8,7 +8,7 @@ import os
 import pytest
 
 import m0test
-from conftest import POOL_PLUGIN, rss_kib, wsgi_config
+from conftest import POOL_PLUGIN, wsgi_config
 
 GIB = 1024 * 1024 * 1024
 
@@ -25,7 +25,7 @@ def test_one_gib_upload_streams_in_bounded_memory(m0_server):
     # Warm up: the interpreter, the app and the per-thread objects exist.
     warm = m0test.request(server.port, method="POST", path="/count", body=b"x" * 200_000)
     assert warm.status == 200, (warm.body, server.output())
-    before = rss_kib(server.proc.pid)
+    before = m0test.rss_kib(server.proc.pid)
 
     block = os.urandom(1024 * 1024)
     expected = hashlib.sha256()
@@ -38,7 +38,7 @@ def test_one_gib_upload_streams_in_bounded_memory(m0_server):
             expected.update(piece)
             s.sendall(piece)
         r = m0test.ResponseReader(s, timeout=120).read()
-    after = rss_kib(server.proc.pid)
+    after = m0test.rss_kib(server.proc.pid)
 
     assert r.status == 200, (r.status, r.body, server.output())
     answer = json.loads(r.body)
