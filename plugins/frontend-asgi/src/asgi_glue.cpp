@@ -108,10 +108,12 @@ async def _serve(app, scope, ch):
         # app's (the spec asks servers not to log it).
         ch.fail(None if ch.gone else traceback.format_exc())
     else:
+        # Returning without (finishing) a response is the app's error, but
+        # not once its client is gone (a long poll that saw http.disconnect).
         if not started:
-            ch.fail("the application returned without sending http.response.start")
+            ch.fail(None if ch.gone else "the application returned without sending http.response.start")
         elif not ended:
-            ch.fail("the application returned before the response was complete"
+            ch.fail(None if ch.gone else "the application returned before the response was complete"
                     + (" (its http.response.trailers)" if body_sent else ""))
 
 

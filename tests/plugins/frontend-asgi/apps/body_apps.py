@@ -9,11 +9,22 @@ import hashlib
 import json
 
 
+def http_only(app):
+    """No lifespan support: m0 (lifespan: auto) then serves without it."""
+    async def wrapped(scope, receive, send):
+        if scope["type"] != "http":
+            raise RuntimeError("http only")
+        await app(scope, receive, send)
+    wrapped.__doc__ = app.__doc__
+    return wrapped
+
+
 def _query(scope):
     pairs = (p.split("=", 1) for p in scope["query_string"].decode().split("&") if "=" in p)
     return dict(pairs)
 
 
+@http_only
 async def digest(scope, receive, send):
     """Reads the body as it comes and answers with what it saw: byte count,
     SHA-256, the number of http.request messages and the largest one.
@@ -44,6 +55,7 @@ async def digest(scope, receive, send):
     print(f"digest: after the response {after['type']}", flush=True)
 
 
+@http_only
 async def early_answer(scope, receive, send):
     """Answers before reading the body, then calls receive()."""
     await send({"type": "http.response.start", "status": 200, "headers": []})
@@ -52,6 +64,7 @@ async def early_answer(scope, receive, send):
     print(f"early_answer: then {message['type']}", flush=True)
 
 
+@http_only
 async def long_poll(scope, receive, send):
     """Reads the body, then waits for the client to go away without writing
     anything (a long poll whose event never comes)."""
@@ -64,6 +77,7 @@ async def long_poll(scope, receive, send):
     print(f"long_poll: woke with {message['type']}", flush=True)
 
 
+@http_only
 async def slow_stream(scope, receive, send):
     """Streams a chunk every 10 ms until send() raises."""
     await receive()
@@ -81,6 +95,7 @@ async def slow_stream(scope, receive, send):
         raise
 
 
+@http_only
 async def with_trailers(scope, receive, send):
     """A chunked response with trailer fields sent in two messages.
     ?length=1 sets a content-length (no place for trailers on the wire);
@@ -101,6 +116,7 @@ async def with_trailers(scope, receive, send):
     await send({"type": "http.response.trailers", "headers": [(b"x-count", b"3")], "more_trailers": False})
 
 
+@http_only
 async def tasks(scope, receive, send):
     """Answers with the number of asyncio Tasks on this loop besides its own."""
     await receive()
@@ -109,6 +125,7 @@ async def tasks(scope, receive, send):
     await send({"type": "http.response.body", "body": b"%d" % count})
 
 
+@http_only
 async def endless(scope, receive, send):
     """/tasks: see tasks(); anything else streams 16 KiB chunks until the
     client goes away."""
