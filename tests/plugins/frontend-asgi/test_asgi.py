@@ -373,3 +373,31 @@ def test_asgi_mounts_share_a_loop_beside_a_native_mount(m0_server):
     assert scope["state"] == {}  # the other mount's lifespan state is its own
     assert server.stop() == 0
     assert "lifespan shutdown ran" in server.output()
+
+
+@pytest.mark.parametrize("path,outcome,logged", [
+    ("/unknown-type", 500, "unexpected ASGI message type 'http.response.bogus'"),
+    ("/status-not-int", 500, "status must be an int"),
+    ("/header-with-newline", 500, "has CR, LF or NUL in its value"),
+    ("/start-twice", "abort", "http.response.start sent twice"),
+    ("/return-mid-stream", "abort", "returned before the response was complete"),
+    ("/body-not-bytes", "abort", "http.response.body body must be bytes"),
+    ("/body-after-end", "complete", "http.response.body sent after the response body was complete"),
+])
+def test_protocol_errors_are_logged_with_the_app_name(m0_server, path, outcome, logged):
+    # Before http.response.start: 500. After it: the connection is cut, so
+    # the client never takes a partial response for a whole one. After the
+    # response was complete: it stays as sent, and the stray message is logged.
+    server = m0_server(asgi_config("asgi_apps:misbehave"))
+    with server.connect() as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n".encode())
+        raw = m0test.recv_until_closed(s)
+    if outcome == 500:
+        assert raw.startswith(b"HTTP/1.1 500"), raw
+    elif outcome == "abort":
+        assert not raw.endswith(b"0\r\n\r\n"), raw
+        assert b"Content-Length" not in raw
+    else:
+        assert raw.startswith(b"HTTP/1.1 200") and raw.endswith(b"\r\n\r\ncomplete"), raw
+    server.wait_for_log(logged)
+    assert "asgi: asgi_apps:misbehave" in server.output()

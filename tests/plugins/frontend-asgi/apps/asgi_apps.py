@@ -146,3 +146,31 @@ async def pathsend(scope, receive, send):
         path += ".missing"
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/x-python")]})
     await send({"type": "http.response.pathsend", "path": path})
+
+
+async def misbehave(scope, receive, send):
+    """One way of breaking the ASGI message protocol per path."""
+    if scope["type"] != "http":
+        raise RuntimeError("http only")
+    await _body(receive)
+    start = {"type": "http.response.start", "status": 200, "headers": []}
+    path = scope["path"]
+    if path == "/unknown-type":
+        await send({"type": "http.response.bogus"})
+    elif path == "/start-twice":
+        await send(start)
+        await send(start)
+    elif path == "/body-after-end":
+        await send(start)
+        await send({"type": "http.response.body", "body": b"complete"})
+        await send({"type": "http.response.body", "body": b"more"})
+    elif path == "/status-not-int":
+        await send({"type": "http.response.start", "status": "200", "headers": []})
+    elif path == "/header-with-newline":
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"x-a", b"1\r\nx-b: 2")]})
+    elif path == "/return-mid-stream":
+        await send(start)
+        await send({"type": "http.response.body", "body": b"partial", "more_body": True})
+    elif path == "/body-not-bytes":
+        await send(start)
+        await send({"type": "http.response.body", "body": "text", "more_body": True})
