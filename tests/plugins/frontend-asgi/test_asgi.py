@@ -401,3 +401,9 @@ def test_protocol_errors_are_logged_with_the_app_name(m0_server, path, outcome, 
         assert raw.startswith(b"HTTP/1.1 200") and raw.endswith(b"\r\n\r\ncomplete"), raw
     server.wait_for_log(logged)
     assert "asgi: asgi_apps:misbehave" in server.output()
+
+
+def test_input_buffer_below_4k_is_a_located_config_error():
+    p = run_to_exit(asgi_config("asgi_apps:echo", frontend_extra="  input_buffer: 1k\n"))
+    assert p.returncode == 2, p.stderr
+    assert "frontend.input_buffer" in p.stderr and "must be at least 4k" in p.stderr, p.stderr
