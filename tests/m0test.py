@@ -3,6 +3,7 @@ talk to it over real sockets.
 
 Environment (set by ctest): M0_BUILD_DIR (where bin/m0 is), M0_SOURCE_DIR.
 """
+import hashlib
 import os
 import re
 import signal
@@ -238,6 +239,19 @@ def rss_kib(pid, field="VmRSS"):
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def send_numbered_mib(sock, total):
+    """Sends `total` bytes (a multiple of 1 MiB) on `sock`, each MiB random
+    but for its index in front, so that a lost or repeated MiB changes the
+    hash; returns the SHA-256 hex digest of what was sent."""
+    block = os.urandom(1024 * 1024)
+    digest = hashlib.sha256()
+    for i in range(total // len(block)):
+        piece = i.to_bytes(8, "little") + block[8:]
+        digest.update(piece)
+        sock.sendall(piece)
+    return digest.hexdigest()
 
 
 def cpu_list(text):

@@ -60,28 +60,6 @@ async def stream(scope, receive, send):
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-ENDLESS_ENDED = 0
-
-
-async def endless(scope, receive, send):
-    """Streams until the client goes away (send raises then); /ended says
-    how many such streams have ended."""
-    global ENDLESS_ENDED
-    await _body(receive)
-    if scope["path"] == "/ended":
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"%d" % ENDLESS_ENDED})
-        return
-    await send({"type": "http.response.start", "status": 200, "headers": []})
-    chunk = b"x" * 16384
-    try:
-        while True:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-    except OSError:
-        ENDLESS_ENDED += 1
-        raise
-
-
 async def raise_before_start(scope, receive, send):
     raise ValueError("boom before start")
 
