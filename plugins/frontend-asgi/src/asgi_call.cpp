@@ -379,6 +379,8 @@ void asgi_call::pull(PyObject* future) {
     Py_XSETREF(f.piece, future);
     if (f.pulling) return;  // the piece already asked for goes to this future
     f.pulling = true;
+    // A client that goes away ends the wait even if no pull reports it.
+    watch_client();
     executor_lane* lane = &lane_;
     port_->post_fn([ex = ex_, fl = flow_, lane, max = app_.config.input_buffer] {
         ex->read_body(max, [fl, lane](boost::system::error_code ec, std::string chunk, bool last) {

@@ -30,7 +30,6 @@ async def _serve(app, scope, ch):
 
     async def receive():
         nonlocal body_done, pulled
-        loop = asyncio.get_running_loop()
         if not body_done:
             if not ch.streamed:
                 body_done = True
@@ -39,7 +38,7 @@ async def _serve(app, scope, ch):
                 raise RuntimeError("receive() called while another receive() awaits the request body")
             # Pulled from the connection only now: a slow app slows the
             # client down instead of m0 buffering the body.
-            pulled = loop.create_future()
+            pulled = asyncio.get_running_loop().create_future()
             ch.pull(pulled)
             piece = await pulled
             if piece is not None:
@@ -48,7 +47,7 @@ async def _serve(app, scope, ch):
                 return {"type": "http.request", "body": body, "more_body": not last}
             body_done = True
             return {"type": "http.disconnect"}
-        fut = loop.create_future()
+        fut = asyncio.get_running_loop().create_future()
         if ch.wait_disconnect(fut):
             await fut
         return {"type": "http.disconnect"}
