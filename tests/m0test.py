@@ -241,6 +241,15 @@ def rss_kib(pid, field="VmRSS"):
     raise AssertionError(f"no {field} in /proc/{pid}/status")
 
 
+def rss_env():
+    """Environment for an m0 whose resident memory a test measures: under
+    AddressSanitizer, whose quarantine of freed memory (256 MiB by default)
+    would count as growth, a small quarantine."""
+    if os.environ.get("M0_SANITIZE") != "address":
+        return {}
+    return {"ASAN_OPTIONS": ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), "quarantine_size_mb=8"]))}
+
+
 def send_numbered_mib(sock, total):
     """Sends `total` bytes (a multiple of 1 MiB) on `sock`, each MiB random
     but for its index in front, so that a lost or repeated MiB changes the

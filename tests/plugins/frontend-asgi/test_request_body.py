@@ -4,7 +4,6 @@ Content-Length or chunked; a large upload to a slow app in bounded memory;
 the body's end when the client or the engine ends it early."""
 import hashlib
 import json
-import os
 import random
 import socket
 
@@ -96,12 +95,7 @@ def test_large_upload_to_a_slow_app_stays_in_bounded_memory(m0_server):
     # 256 MiB to an app that sleeps after every piece: m0 must pull the body
     # only as the app asks (TCP holds the rest back), never buffer it.
     size = 256 * 1024 * 1024
-    env = {}
-    if os.environ.get("M0_SANITIZE") == "address":
-        # AddressSanitizer keeps freed memory in a quarantine (256 MiB by
-        # default), which would count as growth here.
-        env["ASAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), "quarantine_size_mb=8"]))
-    server = m0_server(asgi_config("body_apps:digest"), env=env)
+    server = m0_server(asgi_config("body_apps:digest"), env=m0test.rss_env())
     warm = m0test.request(server.port, "POST", "/", body=b"x" * 300_000)
     assert warm.status == 200, server.output()
     before = m0test.rss_kib(server.proc.pid)

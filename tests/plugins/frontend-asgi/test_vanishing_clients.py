@@ -31,7 +31,7 @@ def one_round(server):
 
 
 def test_thousand_streams_whose_clients_vanish(m0_server):
-    server = m0_server(asgi_config("body_apps:endless"), threads=2)
+    server = m0_server(asgi_config("body_apps:endless"), threads=2, env=m0test.rss_env())
     # A first round grows the allocator's arenas to what 1,000 streams
     # need (how much depends on how far each stream got); the rounds after
     # it reuse them.

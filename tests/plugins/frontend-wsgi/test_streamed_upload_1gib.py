@@ -15,12 +15,7 @@ GIB = 1024 * 1024 * 1024
 def test_one_gib_upload_streams_in_bounded_memory(m0_server):
     if not os.path.exists(POOL_PLUGIN):
         pytest.skip("the executor-pool plugin is not built (no m0-executor-pool.so)")
-    env = {}
-    if os.environ.get("M0_SANITIZE") == "address":
-        # AddressSanitizer keeps freed memory in a quarantine (256 MiB by
-        # default), which would count as growth here.
-        env["ASAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), "quarantine_size_mb=8"]))
-    server = m0_server(wsgi_config("upload_apps:router", "pool"), "--set", "http.max_body_size=2g", env=env)
+    server = m0_server(wsgi_config("upload_apps:router", "pool"), "--set", "http.max_body_size=2g", env=m0test.rss_env())
     # Warm up: the interpreter, the app and the per-thread objects exist.
     warm = m0test.request(server.port, method="POST", path="/count", body=b"x" * 200_000)
     assert warm.status == 200, (warm.body, server.output())
