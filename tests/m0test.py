@@ -3,6 +3,7 @@ talk to it over real sockets.
 
 Environment (set by ctest): M0_BUILD_DIR (where bin/m0 is), M0_SOURCE_DIR.
 """
+import hashlib
 import os
 import re
 import signal
@@ -228,6 +229,38 @@ def unread_bytes(server_port, client_port):
     """Bytes m0 has not read yet on that connection (None: no connection)."""
     end = server_end(server_port, client_port)
     return end[1] if end else None
+
+
+def rss_kib(pid, field="VmRSS"):
+    """Resident memory of process `pid` in KiB, from /proc/<pid>/status
+    (field "VmHWM": its peak so far)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def rss_env():
+    """Environment for an m0 whose resident memory a test measures: under
+    AddressSanitizer, whose quarantine of freed memory (256 MiB by default)
+    would count as growth, a small quarantine."""
+    if os.environ.get("M0_SANITIZE") != "address":
+        return {}
+    return {"ASAN_OPTIONS": ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), "quarantine_size_mb=8"]))}
+
+
+def send_numbered_mib(sock, total):
+    """Sends `total` bytes (a multiple of 1 MiB) on `sock`, each MiB random
+    but for its index in front, so that a lost or repeated MiB changes the
+    hash; returns the SHA-256 hex digest of what was sent."""
+    block = os.urandom(1024 * 1024)
+    digest = hashlib.sha256()
+    for i in range(total // len(block)):
+        piece = i.to_bytes(8, "little") + block[8:]
+        digest.update(piece)
+        sock.sendall(piece)
+    return digest.hexdigest()
 
 
 def cpu_list(text):

@@ -159,6 +159,13 @@ public:
     // ends first. Any number of callbacks. A handler that does not listen
     // is force-closed at the drain deadline.
     virtual void on_drain(std::function<void()> fn) = 0;
+
+    // end() with a trailer section: on a chunked response the fields follow
+    // the last chunk; on any other framing (Content-Length, HTTP/1.0, no
+    // body) there is no place for them and they are dropped. The handler
+    // validates them (tokens, no CR/LF); engine-owned names are dropped as
+    // in headers. Declared last so existing vtable slots keep their place.
+    virtual void end_with_trailers(std::vector<response_header> trailers) = 0;
 };
 
 // A connection after 101 Switching Protocols: raw bytes both ways, owned by

@@ -32,6 +32,8 @@ void exchange_impl::write_file(int fd, std::uint64_t offset, std::uint64_t lengt
 
 void exchange_impl::end() { session_->end(*this); }
 
+void exchange_impl::end_with_trailers(std::vector<response_header> trailers) { session_->end(*this, &trailers); }
+
 void exchange_impl::abort() { session_->abort(*this); }
 
 std::size_t exchange_impl::pending_bytes() const { return session_->pending_bytes(); }

@@ -440,7 +440,7 @@ void session::write_file(exchange_impl& ex, int fd, std::uint64_t offset, std::u
     streamed_added();
 }
 
-void session::end(exchange_impl& ex) {
+void session::end(exchange_impl& ex, const std::vector<response_header>* trailers) {
     if (active_ != &ex) return;
     if (!resp_.begun) {
         static const std::vector<response_header> no_headers;
@@ -448,7 +448,20 @@ void session::end(exchange_impl& ex) {
     }
     if (resp_.send_body && !closed_) {
         if (resp_.framing == body_framing::chunked) {
-            out_.append(last_chunk);
+            if (trailers && !trailers->empty()) {
+                // RFC 9112 7.1.2: the last chunk, the trailer fields, CRLF.
+                out_.append(std::string_view("0\r\n"));
+                for (const auto& t : *trailers) {
+                    if (is_engine_owned_header(t.name)) continue;  // framing is the engine's
+                    out_.append(t.name);
+                    out_.append(std::string_view(": "));
+                    out_.append(t.value);
+                    out_.append(crlf);
+                }
+                out_.append(crlf);
+            } else {
+                out_.append(last_chunk);
+            }
         } else if (resp_.framing == body_framing::length && resp_.remaining != 0) {
             abort(ex);  // fewer bytes than announced: the client must not wait for the rest
             return;

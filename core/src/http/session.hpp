@@ -59,7 +59,8 @@ public:
                std::optional<std::uint64_t> content_length);
     void write(exchange_impl& ex, std::string&& data);
     void write_file(exchange_impl& ex, int fd, std::uint64_t offset, std::uint64_t length);
-    void end(exchange_impl& ex);
+    // trailers: written after the last chunk of a chunked response, else dropped.
+    void end(exchange_impl& ex, const std::vector<response_header>* trailers = nullptr);
     void abort(exchange_impl& ex);
     std::size_t pending_bytes() const noexcept { return static_cast<std::size_t>(out_.pending()); }
     void when_drained(std::size_t below, std::function<void()> fn);

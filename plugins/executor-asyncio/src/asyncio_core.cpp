@@ -32,6 +32,7 @@ def run(loop, fd, drain):
     loop.run_forever()
 
 def finish(loop, fd, timeout):
+    tasks = []
     try:
         tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
         for t in tasks:
@@ -43,6 +44,7 @@ def finish(loop, fd, timeout):
         loop.remove_reader(fd)
         asyncio.set_event_loop(None)
         loop.close()
+    return len(tasks)
 )PY";
 
 // The port a job that finishes when run() returns posts through.
@@ -254,7 +256,15 @@ void asyncio_core::run_loop(loop_state& loop) {
     loop.loop_seen.store(nullptr);
     python::py_ref done(PyObject_CallFunction(PyDict_GetItemString(glue_.get(), "finish"), "Oid", loop_obj.get(),
                                               fd, cancel_timeout_s_.load()));
-    if (!done) python::log_exception("asyncio: loop " + std::to_string(loop.index) + " did not close cleanly");
+    if (!done) {
+        python::log_exception("asyncio: loop " + std::to_string(loop.index) + " did not close cleanly");
+    } else {
+        // Tasks still running after the drain: coroutines that outlived
+        // their requests (or a drain cut short). Logged every time, so that
+        // "0" can be checked.
+        log::info("asyncio: loop " + std::to_string(loop.index) + " closed; " +
+                  std::to_string(PyLong_AsLong(done.get())) + " task(s) still running were cancelled");
+    }
     loop.loop = python::py_ref();
 }
 

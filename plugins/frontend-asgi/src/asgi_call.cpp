@@ -22,14 +22,25 @@ namespace {
 
 const std::vector<http::response_header> error_headers = {{"Content-Type", "text/plain; charset=utf-8"}};
 
-void resolve(PyObject*& future) {
+// Sets the future's result (None when `value` is null) unless it is done
+// (cancelled), and drops it.
+void resolve(PyObject*& future, PyObject* value = nullptr) {
     if (!future) return;
     python::py_ref done(PyObject_CallMethod(future, "done", nullptr));
     if (done && !PyObject_IsTrue(done.get())) {
-        python::py_ref r(PyObject_CallMethod(future, "set_result", "O", Py_None));
+        python::py_ref r(PyObject_CallMethod(future, "set_result", "(O)", value ? value : Py_None));
     }
     if (PyErr_Occurred()) PyErr_Clear();  // a cancelled future: nothing to wake
     Py_CLEAR(future);
+}
+
+bool is_done(PyObject* future) {
+    python::py_ref done(PyObject_CallMethod(future, "done", nullptr));
+    if (!done) {
+        PyErr_Clear();
+        return true;
+    }
+    return PyObject_IsTrue(done.get()) != 0;
 }
 
 // Borrowed bytes of a bytes-like object; false with TypeError set.
@@ -55,6 +66,8 @@ struct names_t {
     PyObject* headers = interned("headers");
     PyObject* body = interned("body");
     PyObject* more_body = interned("more_body");
+    PyObject* trailers = interned("trailers");
+    PyObject* more_trailers = interned("more_trailers");
     PyObject* create_task = interned("create_task");
     PyObject* create_future = interned("create_future");
     PyObject* add_done_callback = interned("add_done_callback");
@@ -111,14 +124,63 @@ PyObject* running_loop() {
 
 void flow::on_report(std::size_t drained, bool client_gone, std::size_t bound) {
     owed = drained > owed ? 0 : owed - drained;
-    if (client_gone) gone = true;
+    if (client_gone) on_gone();
     if (!alive) return;
-    if (room && (owed <= bound || gone)) release_room();
-    if (gone) release_disconnect();
+    if (room && owed <= bound) release_room();
+}
+
+void flow::on_piece(boost::system::error_code ec, std::string chunk, bool last) {
+    pulling = false;
+    if (!alive) return;
+    PyObject* result = nullptr;
+    if (!ec) {
+        python::py_ref bytes(PyBytes_FromStringAndSize(chunk.data(), static_cast<Py_ssize_t>(chunk.size())));
+        result = bytes ? PyTuple_Pack(2, bytes.get(), last ? Py_True : Py_False) : nullptr;
+        if (!result) PyErr_Clear();  // out of memory: the app sees a disconnect
+    }
+    if (!result) {
+        // The engine answered already (413, 408, 400), the client left or
+        // the response ended: nothing more of this request can be read or
+        // answered.
+        gone = true;
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+    deliver_piece(result);
+    if (gone) on_gone();
+}
+
+void flow::deliver_piece(PyObject* result) {
+    if (piece && !is_done(piece)) {
+        resolve(piece, result);
+        Py_DECREF(result);
+        return;
+    }
+    Py_CLEAR(piece);
+    Py_XSETREF(stash, result);
+}
+
+void flow::on_gone() {
+    gone = true;
+    if (!alive) return;
+    release_room();
+    release_disconnect();
+    if (piece) {
+        Py_INCREF(Py_None);
+        deliver_piece(Py_None);
+    }
 }
 
 void flow::release_room() { resolve(room); }
 void flow::release_disconnect() { resolve(disconnect); }
+
+void flow::release_all() {
+    alive = false;
+    release_room();
+    release_disconnect();
+    resolve(piece);
+    Py_CLEAR(stash);
+}
 
 asgi_call::asgi_call(application& app, executor_lane& lane, http::exchange_ptr ex, request_facts facts)
     : app_(app), lane_(lane), ex_(std::move(ex)), req_(&ex_->req()), facts_(std::move(facts)) {}
@@ -170,6 +232,29 @@ void asgi_call::complete(bool cancelled) noexcept {
     if (cancelled) ex_->respond(503, error_headers, "Service Unavailable\n");
 }
 
+namespace {
+
+// RuntimeError with `what`; null for the caller to return.
+PyObject* app_error(const char* what) {
+    PyErr_SetString(PyExc_RuntimeError, what);
+    return nullptr;
+}
+
+// The exception send() raises once the client is gone: an OSError subclass
+// (ASGI HTTP spec 2.4) the frontend does not log as the app's error.
+PyObject* client_disconnected() {
+    PyErr_SetString(glue("ClientDisconnected"), "the client disconnected");
+    return nullptr;
+}
+
+// message[key] as a truth value (false when missing); -1 on an error.
+int flag(PyObject* message, PyObject* key) {
+    python::py_ref v(field(message, key, Py_False));
+    return v ? PyObject_IsTrue(v.get()) : -1;
+}
+
+}  // namespace
+
 PyObject* asgi_call::send_message(PyObject* channel, PyObject* message) {
     const names_t& n = names();
     python::py_ref kind(field(message, n.type, nullptr));
@@ -179,65 +264,68 @@ PyObject* asgi_call::send_message(PyObject* channel, PyObject* message) {
     if (!chars) PyErr_Clear();  // not a str: _send_other says what is wrong
     const std::string_view k(chars ? chars : "", static_cast<std::size_t>(size));
     if (k == "http.response.start") {
-        if (start_seen_) {
-            PyErr_SetString(PyExc_RuntimeError, "http.response.start sent twice");
-            return nullptr;
-        }
+        if (start_seen_) return app_error("http.response.start sent twice");
         python::py_ref status(field(message, n.status, nullptr));
         static PyObject* const no_headers = PyTuple_New(0);
         python::py_ref headers(status ? field(message, n.headers, no_headers) : nullptr);
-        if (!headers || !start(status.get(), headers.get())) return nullptr;
+        const int trailers = headers ? flag(message, n.trailers) : -1;
+        if (trailers < 0 || !start(status.get(), headers.get(), trailers != 0)) return nullptr;
         return python::ready_none();
     }
-    if (k == "http.response.body") {
-        if (!start_seen_) {
-            PyErr_SetString(PyExc_RuntimeError, "http.response.body sent before http.response.start");
-            return nullptr;
-        }
-        if (ended_) {
-            PyErr_SetString(PyExc_RuntimeError, "http.response.body sent after the response was complete");
-            return nullptr;
-        }
-        if (flow_->gone) {
-            PyErr_SetString(PyExc_OSError, "the client disconnected");
-            return nullptr;
-        }
-        python::py_ref more(field(message, n.more_body, Py_False));
-        const int more_flag = more ? PyObject_IsTrue(more.get()) : -1;
-        if (more_flag < 0) return nullptr;
-        static PyObject* const empty = PyBytes_FromStringAndSize(nullptr, 0);
-        python::py_ref data(field(message, n.body, empty));
-        if (!data) return nullptr;
-        const int wait = send(data.get(), more_flag != 0);
-        if (wait < 0) return nullptr;
-        if (wait == 0) return python::ready_none();
-        PyObject* loop = running_loop();
-        python::py_ref fut(loop ? PyObject_CallMethodNoArgs(loop, n.create_future) : nullptr);
-        if (!fut) return nullptr;
-        wait_room(fut.get());
-        return fut.release();
-    }
+    if (k == "http.response.body") return send_body(message);
+    if (k == "http.response.trailers") return send_trailers(message);
     return PyObject_CallFunctionObjArgs(glue("_send_other"), channel, message, nullptr);
+}
+
+PyObject* asgi_call::send_body(PyObject* message) {
+    const names_t& n = names();
+    if (!start_seen_) return app_error("http.response.body sent before http.response.start");
+    if (body_complete_ || ended_) return app_error("http.response.body sent after the response body was complete");
+    if (flow_->gone) return client_disconnected();
+    const int more = flag(message, n.more_body);
+    if (more < 0) return nullptr;
+    static PyObject* const empty = PyBytes_FromStringAndSize(nullptr, 0);
+    python::py_ref data(field(message, n.body, empty));
+    if (!data) return nullptr;
+    const int wait = send(data.get(), more != 0);
+    if (wait < 0) return nullptr;
+    body_complete_ = more == 0;
+    if (wait == 0) return python::ready_none();
+    PyObject* loop = running_loop();
+    python::py_ref fut(loop ? PyObject_CallMethodNoArgs(loop, n.create_future) : nullptr);
+    if (!fut) return nullptr;
+    wait_room(fut.get());
+    // A coroutine around the future, as send() returns otherwise: only
+    // when the output is full, so its cost is off the common path.
+    return PyObject_CallOneArg(glue("_await_room"), fut.get());
+}
+
+PyObject* asgi_call::send_trailers(PyObject* message) {
+    const names_t& n = names();
+    if (!expect_trailers_)
+        return app_error("http.response.trailers sent without trailers=True in http.response.start");
+    if (!body_complete_) return app_error("http.response.trailers sent before the last http.response.body");
+    if (ended_) return app_error("http.response.trailers sent after the response was complete");
+    if (flow_->gone) return client_disconnected();
+    static PyObject* const no_headers = PyTuple_New(0);
+    python::py_ref headers(field(message, n.headers, no_headers));
+    const int more = headers ? flag(message, n.more_trailers) : -1;
+    if (more < 0 || !trailers(headers.get(), more != 0)) return nullptr;
+    return python::ready_none();
 }
 
 PyObject* asgi_call::body() const {
     return PyBytes_FromStringAndSize(req_->body.data(), static_cast<Py_ssize_t>(req_->body.size()));
 }
 
-bool asgi_call::start(PyObject* status, PyObject* headers) {
-    if (!PyLong_Check(status)) {
-        PyErr_Format(PyExc_TypeError, "http.response.start status must be an int, not %.100s", Py_TYPE(status)->tp_name);
-        return false;
-    }
-    const long code = PyLong_AsLong(status);
-    if (code < 200 || code > 999) {
-        if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "http.response.start status %ld is not in 200..999", code);
-        return false;
-    }
-    python::py_ref it(PyObject_GetIter(headers));
+namespace {
+
+// Reads an ASGI header list ([name, value] pairs of bytes) into `out`;
+// `length` (if given) takes a content-length instead of `out`. False with
+// a Python exception set on a malformed list or field.
+bool read_fields(PyObject* fields, std::vector<http::response_header>& out, std::optional<std::uint64_t>* length) {
+    python::py_ref it(PyObject_GetIter(fields));
     if (!it) return false;
-    std::vector<http::response_header> out;
-    std::optional<std::uint64_t> length;
     while (python::py_ref item{PyIter_Next(it.get())}) {
         python::py_ref seq(PySequence_Fast(item.get(), "each header must be a [name, value] pair"));
         if (!seq) return false;
@@ -257,23 +345,61 @@ bool asgi_call::start(PyObject* status, PyObject* headers) {
             PyErr_Format(PyExc_ValueError, "header %R has CR, LF or NUL in its value", PySequence_Fast_GET_ITEM(seq.get(), 0));
             return false;
         }
-        if (http::ascii_iequals(name, "content-length")) {
+        if (length && http::ascii_iequals(name, "content-length")) {
             std::uint64_t n = 0;
             auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
             if (ec != std::errc() || p != value.data() + value.size()) {
                 PyErr_Format(PyExc_ValueError, "invalid content-length %R", PySequence_Fast_GET_ITEM(seq.get(), 1));
                 return false;
             }
-            length = n;
+            *length = n;
             continue;  // the engine writes its own
         }
         out.push_back({std::string(name), std::string(value)});
     }
-    if (PyErr_Occurred()) return false;
+    return !PyErr_Occurred();
+}
+
+// The client announced it accepts trailer fields (RFC 9110 10.1.4).
+bool accepts_trailers(const http::request& req) {
+    for (const auto& h : req.headers) {
+        if (!http::ascii_iequals(h.name, "te")) continue;
+        std::string_view v = h.value;
+        while (!v.empty()) {
+            const auto comma = v.find(',');
+            std::string_view item = v.substr(0, comma);
+            item = item.substr(0, item.find(';'));
+            while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+            while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+            if (http::ascii_iequals(item, "trailers")) return true;
+            if (comma == std::string_view::npos) break;
+            v.remove_prefix(comma + 1);
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+bool asgi_call::start(PyObject* status, PyObject* headers, bool trailers) {
+    if (!PyLong_Check(status)) {
+        PyErr_Format(PyExc_TypeError, "http.response.start status must be an int, not %.100s", Py_TYPE(status)->tp_name);
+        return false;
+    }
+    const long code = PyLong_AsLong(status);
+    if (code < 200 || code > 999) {
+        if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "http.response.start status %ld is not in 200..999", code);
+        return false;
+    }
+    std::vector<http::response_header> out;
+    std::optional<std::uint64_t> length;
+    if (!read_fields(headers, out, &length)) return false;
     status_ = static_cast<unsigned>(code);
     headers_ = std::move(out);
     content_length_ = length;
     start_seen_ = true;
+    expect_trailers_ = trailers;
+    send_trailers_ = trailers && accepts_trailers(*req_);
     return true;
 }
 
@@ -300,11 +426,31 @@ void asgi_call::post_write(std::string data) {
     });
 }
 
+void asgi_call::post_end() {
+    if (send_trailers_ && !trailers_.empty())
+        port_->post_fn([ex = ex_, t = std::move(trailers_)]() mutable { ex->end_with_trailers(std::move(t)); });
+    else
+        port_->post_fn([ex = ex_] { ex->end(); });
+    ended_ = true;
+    flow_->release_disconnect();
+}
+
+void asgi_call::watch_client() {
+    if (flow_->watching) return;
+    flow_->watching = true;
+    executor_lane* lane = &lane_;
+    port_->post_fn([ex = ex_, f = flow_, lane] {
+        ex->on_client_gone([f, lane] { lane->post_fn_to_job([f] { f->on_gone(); }); });
+    });
+}
+
 int asgi_call::send(PyObject* data, bool more) {
     std::string_view body;
     if (!bytes_view(data, body, "http.response.body body")) return -1;
+    // With trailers to come, the last body message does not end the response.
+    const bool last = !more && !expect_trailers_;
     if (!begun_) {
-        if (!more) {
+        if (last) {
             port_->post_fn([ex = ex_, status = status_, headers = std::move(headers_), b = std::string(body)]() mutable {
                 ex->respond(status, std::move(headers), std::move(b));
             });
@@ -316,15 +462,54 @@ int asgi_call::send(PyObject* data, bool more) {
             ex->begin(status, std::move(headers), length);
         });
         begun_ = true;
+        // A streamed response learns of a client that left as soon as the
+        // engine does, so the next send() raises.
+        watch_client();
     }
     if (!body.empty()) post_write(std::string(body));
-    if (!more) {
-        port_->post_fn([ex = ex_] { ex->end(); });
-        ended_ = true;
-        flow_->release_disconnect();
+    if (last) {
+        post_end();
         return 0;
     }
     return flow_->owed > app_.config.send_buffer && !flow_->gone ? 1 : 0;
+}
+
+bool asgi_call::trailers(PyObject* headers, bool more) {
+    std::vector<http::response_header> fields;
+    if (!read_fields(headers, fields, nullptr)) return false;
+    for (auto& f : fields) trailers_.push_back(std::move(f));
+    if (!more) post_end();
+    return true;
+}
+
+void asgi_call::pull(PyObject* future) {
+    flow& f = *flow_;
+    if (f.stash) {
+        PyObject* result = std::exchange(f.stash, nullptr);
+        python::py_ref r(PyObject_CallMethod(future, "set_result", "(O)", result));
+        Py_DECREF(result);
+        if (!r) PyErr_Clear();
+        return;
+    }
+    if (ended_ || f.gone) {
+        python::py_ref r(PyObject_CallMethod(future, "set_result", "(O)", Py_None));
+        if (!r) PyErr_Clear();
+        return;
+    }
+    Py_INCREF(future);
+    Py_XSETREF(f.piece, future);
+    if (f.pulling) return;  // the piece already asked for goes to this future
+    f.pulling = true;
+    // A client that goes away ends the wait even if no pull reports it.
+    watch_client();
+    executor_lane* lane = &lane_;
+    port_->post_fn([ex = ex_, fl = flow_, lane, max = app_.config.input_buffer] {
+        ex->read_body(max, [fl, lane](boost::system::error_code ec, std::string chunk, bool last) {
+            lane->post_fn_to_job([fl, ec, chunk = std::move(chunk), last]() mutable {
+                fl->on_piece(ec, std::move(chunk), last);
+            });
+        });
+    });
 }
 
 bool asgi_call::pathsend(PyObject* path) {
@@ -356,7 +541,7 @@ bool asgi_call::pathsend(PyObject* path) {
         ex->end();
     });
     begun_ = true;
-    ended_ = true;
+    body_complete_ = ended_ = true;
     flow_->release_disconnect();
     return true;
 }
@@ -371,6 +556,7 @@ bool asgi_call::wait_disconnect(PyObject* future) {
     if (ended_ || flow_->gone) return false;
     Py_INCREF(future);
     Py_XSETREF(flow_->disconnect, future);
+    watch_client();
     return true;
 }
 
@@ -419,9 +605,7 @@ void asgi_call::on_task_done(PyObject* task) noexcept {
             post_abort();
     }
     (void)task;
-    flow_->alive = false;
-    flow_->release_room();
-    flow_->release_disconnect();
+    flow_->release_all();
     PyObject* channel = std::exchange(channel_, nullptr);
     detach_channel(channel);
     Py_XDECREF(channel);

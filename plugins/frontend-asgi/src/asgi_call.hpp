@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/system/error_code.hpp>
+
 #include <m0/executor.hpp>
 #include <m0/http.hpp>
 #include <m0/python/ref.hpp>
@@ -34,10 +36,13 @@ struct application {
 struct request_facts {
     std::string path;      // percent-decoded, when it differs from the raw path
     bool decoded = false;  // path holds it (else the raw path is the decoded one)
+    bool body_streamed = false;  // receive() pulls the body from the engine
 };
 
-// Flow control and disconnect state shared by a call and the reactor
-// callbacks that outlive it (a drain waiter, a job task on its way).
+// Flow control, body pulls and disconnect state shared by a call and the
+// reactor callbacks that outlive it (a drain waiter, a pull or a job task on
+// its way). Python references are dropped by release_all() when the call
+// ends, never in the destructor (which may run without the GIL).
 struct flow {
     // Reactor thread only.
     std::size_t credit = 0;  // bytes written since the last report
@@ -46,14 +51,29 @@ struct flow {
     std::size_t owed = 0;  // bytes posted and not yet reported drained
     bool gone = false;     // the client went away
     bool alive = true;     // the call has not finished
+    bool pulling = false;  // a read_body is on its way
+    bool watching = false; // an on_client_gone callback is registered
     PyObject* room = nullptr;        // future send() awaits (strong ref)
-    PyObject* disconnect = nullptr;  // future receive() awaits (strong ref)
+    PyObject* disconnect = nullptr;  // future receive() awaits after the body (strong ref)
+    PyObject* piece = nullptr;       // future receive() awaits for a body piece (strong ref)
+    // A body piece that arrived while no receive() awaited it (the one
+    // that asked was cancelled): the next receive() gets it, so no byte is
+    // lost. (bytes, last) or None for "the body cannot be read on".
+    PyObject* stash = nullptr;
 
     // Loop thread: a report from the reactor.
     void on_report(std::size_t drained, bool client_gone, std::size_t bound);
+    // Loop thread: a body piece (or the error that ended the body).
+    void on_piece(boost::system::error_code ec, std::string chunk, bool last);
+    // Loop thread: the engine says the client is gone.
+    void on_gone();
+    // Loop thread: hand `result` (a new reference) to the receive() awaiting
+    // a piece, or keep it for the next one.
+    void deliver_piece(PyObject* result);
     // Loop thread: resolve and drop the futures.
     void release_room();
     void release_disconnect();
+    void release_all();
 };
 
 class asgi_call final : public job {
@@ -69,9 +89,16 @@ public:
     // send(message): a new reference to what the app awaits.
     PyObject* send_message(PyObject* channel, PyObject* message);
     PyObject* body() const;
-    bool start(PyObject* status, PyObject* headers);
+    bool streamed() const noexcept { return facts_.body_streamed; }
+    // Resolves `future` with the next body piece, (bytes, last), or None
+    // once the body cannot be read on (the client left, the response is
+    // complete); pulls from the engine only now.
+    void pull(PyObject* future);
+    bool start(PyObject* status, PyObject* headers, bool trailers);
     int send(PyObject* data, bool more);  // 1: wait for room
     bool pathsend(PyObject* path);
+    // http.response.trailers; the last one (more false) ends the response.
+    bool trailers(PyObject* headers, bool more);
     void wait_room(PyObject* future);
     bool wait_disconnect(PyObject* future);
     bool gone() const noexcept { return flow_->gone; }
@@ -86,9 +113,15 @@ public:
 
 private:
     PyObject* state() const;
+    // send() of http.response.body / http.response.trailers.
+    PyObject* send_body(PyObject* message);
+    PyObject* send_trailers(PyObject* message);
     void post_error_response();
     void post_abort();
     void post_write(std::string data);
+    void post_end();
+    // Registers (once) an on_client_gone callback that tells the loop.
+    void watch_client();
 
     application& app_;
     executor_lane& lane_;
@@ -107,6 +140,12 @@ private:
     bool start_seen_ = false;  // http.response.start arrived
     bool begun_ = false;       // begin() was posted (streamed path)
     bool ended_ = false;       // the response is complete, failed or aborted
+    bool body_complete_ = false;  // the last http.response.body (or pathsend) arrived
+    // http.response.trailers extension: trailers=True in the start, and
+    // the fields collected so far (sent only to a client that asked, TE).
+    bool expect_trailers_ = false;
+    bool send_trailers_ = false;
+    std::vector<http::response_header> trailers_;
 };
 
 }  // namespace m0::asgi

@@ -27,6 +27,13 @@ PyObject* ch_body(PyObject* self, PyObject*) {
     return c ? c->body() : nullptr;
 }
 
+PyObject* ch_pull(PyObject* self, PyObject* future) {
+    asgi_call* c = call_of(self);
+    if (!c) return nullptr;
+    c->pull(future);
+    Py_RETURN_NONE;
+}
+
 PyObject* ch_pathsend(PyObject* self, PyObject* path) {
     asgi_call* c = call_of(self);
     if (!c || !c->pathsend(path)) return nullptr;
@@ -84,6 +91,7 @@ PyObject* ch_call(PyObject* self, PyObject* const* args, std::size_t nargsf, PyO
 
 PyMethodDef methods[] = {
     {"body", ch_body, METH_NOARGS, "the request body"},
+    {"pull", ch_pull, METH_O, "resolve the future with the next body piece: (bytes, last), or None"},
     {"pathsend", ch_pathsend, METH_O, "http.response.pathsend: the whole file, with sendfile"},
     {"wait_disconnect", ch_wait_disconnect, METH_O, "False: already disconnected; else resolves the future"},
     {"fail", ch_fail, METH_O, "log the message (if any); 500 before the start, abort after"},
@@ -91,9 +99,15 @@ PyMethodDef methods[] = {
     {"end", ch_end, METH_NOARGS, "the coroutine's last step: finish now, drop the done callback"},
     {nullptr, nullptr, 0, nullptr}};
 
+PyObject* ch_streamed(PyObject* self, void*) {
+    asgi_call* c = reinterpret_cast<channel_object*>(self)->call;
+    return PyBool_FromLong(c && c->streamed());
+}
+
 PyGetSetDef getset[] = {{"gone", ch_gone, nullptr, "the client went away", nullptr},
                         {"started", ch_started, nullptr, "http.response.start was taken", nullptr},
                         {"ended", ch_ended, nullptr, "the response is complete (or failed)", nullptr},
+                        {"streamed", ch_streamed, nullptr, "the body is pulled piece by piece", nullptr},
                         {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyTypeObject channel_type = python::blank_type("m0.asgi_channel", sizeof(channel_object));

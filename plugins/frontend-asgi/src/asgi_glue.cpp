@@ -16,37 +16,62 @@ import traceback
 _states = {}
 
 
+class ClientDisconnected(OSError):
+    """send() after the client went away (ASGI HTTP spec 2.4)."""
+
+
 async def _serve(app, scope, ch):
-    body_taken = False
+    body_done = False  # the request body was handed out to its end
+    pulled = None      # the future of a receive() awaiting a body piece
 
     async def receive():
-        nonlocal body_taken
-        if not body_taken:
-            # The engine hands whole bodies today; a streamed body would
-            # return chunks here with more_body True until the last.
-            body_taken = True
-            return {"type": "http.request", "body": ch.body(), "more_body": False}
+        nonlocal body_done, pulled
+        if not body_done:
+            if not ch.streamed:
+                body_done = True
+                return {"type": "http.request", "body": ch.body(), "more_body": False}
+            if pulled is not None and not pulled.done():
+                raise RuntimeError("receive() called while another receive() awaits the request body")
+            # Pulled from the connection only now: a slow app slows the
+            # client down instead of m0 buffering the body.
+            pulled = asyncio.get_running_loop().create_future()
+            ch.pull(pulled)
+            piece = await pulled
+            if piece is not None:
+                body, last = piece
+                body_done = last
+                return {"type": "http.request", "body": body, "more_body": not last}
+            body_done = True
+            return {"type": "http.disconnect"}
         fut = asyncio.get_running_loop().create_future()
         if ch.wait_disconnect(fut):
             await fut
         return {"type": "http.disconnect"}
 
-    # The channel is send(): it takes http.response.start and
-    # http.response.body itself and leaves the other types to _send_other.
+    # The channel is send(): it takes http.response.start, .body and
+    # .trailers itself and leaves the other types to _send_other.
     try:
         await app(scope, receive, ch)
     except asyncio.CancelledError:
         ch.fail(None)
         raise
     except BaseException:
+        # A send() that raised because the client left is no error of the
+        # app's (the spec asks servers not to log it).
         ch.fail(None if ch.gone else traceback.format_exc())
     else:
+        # Returning without (finishing) a response is the app's error, but
+        # not once its client is gone (a long poll that saw http.disconnect).
         if not ch.started:
-            ch.fail("the application returned without sending http.response.start")
+            ch.fail(None if ch.gone else "the application returned without sending http.response.start")
         elif not ch.ended:
-            ch.fail("the application returned before the response body was complete")
+            ch.fail(None if ch.gone else "the application returned before the response was complete")
     finally:
         ch.end()
+
+
+async def _await_room(fut):
+    await fut
 
 
 async def _send_other(ch, message):
@@ -92,7 +117,7 @@ class Lifespan:
         return await self.stopped
 
     async def _main(self):
-        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.3"}, "state": self.state}
+        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.4"}, "state": self.state}
         phase = "startup"
 
         async def receive():

@@ -1,5 +1,8 @@
 #include "asgi_handler.hpp"
 
+#include <charconv>
+#include <cstdint>
+
 namespace m0::asgi {
 
 namespace {
@@ -10,6 +13,16 @@ bool is_websocket_upgrade(const http::request& req) {
 }
 
 }  // namespace
+
+bool asgi_handler::stream_body(const http::request& req) {
+    auto value = req.header("content-length");
+    if (!value) return true;
+    // The engine validated the digits; a value too large for 64 bits is
+    // over any input_buffer.
+    std::uint64_t n = 0;
+    auto r = std::from_chars(value->data(), value->data() + value->size(), n);
+    return r.ec != std::errc() || n > app_.config.input_buffer;
+}
 
 void asgi_handler::on_request(http::exchange_ptr ex) {
     const http::request& req = ex->req();
@@ -30,6 +43,7 @@ void asgi_handler::on_request(http::exchange_ptr ex) {
         facts.path = std::move(*decoded);
         facts.decoded = true;
     }
+    facts.body_streamed = ex->body_pending();
     lane_.submit(std::make_unique<asgi_call>(app_, lane_, std::move(ex), std::move(facts)));
 }
 

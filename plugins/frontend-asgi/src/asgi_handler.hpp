@@ -12,6 +12,9 @@ class asgi_handler final : public http::handler {
 public:
     asgi_handler(application& app, executor_lane& lane) : app_(app), lane_(lane) {}
     void on_request(http::exchange_ptr ex) override;
+    // A body over input_buffer (or chunked, of unknown size) streams:
+    // receive() pulls it piece by piece as the app awaits it.
+    bool stream_body(const http::request& req) override;
 
 private:
     application& app_;

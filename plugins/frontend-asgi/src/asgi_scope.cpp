@@ -73,10 +73,11 @@ bool scope_builder::init() {
     // The nested dicts are copied per request: an application may change
     // its scope, and no change may reach the next request.
     asgi_ = python::py_ref(PyDict_New());
-    python::py_ref v3(PyUnicode_FromString("3.0")), v23(PyUnicode_FromString("2.3"));
-    if (!asgi_ || !v3 || !v23 || !intern(k_pathsend_, "http.response.pathsend") ||
+    python::py_ref v3(PyUnicode_FromString("3.0")), v24(PyUnicode_FromString("2.4"));
+    if (!asgi_ || !v3 || !v24 || !intern(k_pathsend_, "http.response.pathsend") ||
+        !intern(k_trailers_, "http.response.trailers") ||
         PyDict_SetItem(asgi_.get(), k_version.get(), v3.get()) ||
-        PyDict_SetItem(asgi_.get(), k_spec_version.get(), v23.get()))
+        PyDict_SetItem(asgi_.get(), k_spec_version.get(), v24.get()))
         return false;
     python::py_ref t(PyDict_New());
     if (!t) return false;
@@ -144,7 +145,8 @@ PyObject* scope_builder::build(const http::request& req, std::string_view path, 
 
 PyObject* scope_builder::extensions() const {
     python::py_ref ext(PyDict_New());
-    if (!ext || !put(ext.get(), k_pathsend_, PyDict_New())) return nullptr;
+    if (!ext || !put(ext.get(), k_pathsend_, PyDict_New()) || !put(ext.get(), k_trailers_, PyDict_New()))
+        return nullptr;
     return ext.release();
 }
 

@@ -9,7 +9,7 @@ namespace m0::asgi {
 namespace fs = std::filesystem;
 
 settings read_settings(const config_node& section) {
-    section.allow_keys({"type", "app", "chdir", "lifespan", "send_buffer"});
+    section.allow_keys({"type", "app", "chdir", "lifespan", "send_buffer", "input_buffer"});
     settings s;
     auto app = section.optional_string("app");
     if (!app || app->empty())
@@ -26,6 +26,8 @@ settings read_settings(const config_node& section) {
     s.lifespan = mode == "on" ? lifespan_mode::on : mode == "off" ? lifespan_mode::off : lifespan_mode::auto_;
     s.send_buffer = section.byte_size("send_buffer", 64 * 1024, std::uint64_t(1) << 32);
     if (s.send_buffer < 4096) section.fail("send_buffer", "must be at least 4k");
+    s.input_buffer = section.byte_size("input_buffer", 64 * 1024, std::uint64_t(1) << 30);
+    if (s.input_buffer < 4096) section.fail("input_buffer", "must be at least 4k");
     return s;
 }
 

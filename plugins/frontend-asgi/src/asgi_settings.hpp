@@ -16,6 +16,10 @@ struct settings {
     std::string chdir;  // absolute, or empty
     lifespan_mode lifespan = lifespan_mode::auto_;
     std::size_t send_buffer = 64 * 1024;  // queued response bytes before send() waits
+    // Request bodies with a Content-Length up to this are read whole before
+    // the app runs; larger and chunked ones stream through receive() in
+    // pieces of at most this.
+    std::size_t input_buffer = 64 * 1024;
 };
 
 // Throws m0::config_error naming the offending key.

@@ -542,4 +542,24 @@ BOOST_AUTO_TEST_CASE(ten_thousand_pipelined_requests_in_order) {
     BOOST_TEST(eventually([&] { return srv.stats().requests.load() == connections * per_connection; }));
 }
 
+BOOST_AUTO_TEST_CASE(trailers_follow_the_last_chunk_of_a_chunked_response) {
+    test_server srv;
+    {
+        test_client c(srv.port());
+        c.send("GET /stream-trailers HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        const std::string raw = c.read_exact(1 << 16);
+        const std::string tail = "6\r\nchunk1\r\n0\r\nx-sum: 42\r\nx-b: 2\r\n\r\n";
+        BOOST_TEST(raw.size() > tail.size());
+        BOOST_TEST(raw.substr(raw.size() - std::min(raw.size(), tail.size())) == tail);
+    }
+    {
+        // HTTP/1.0: close-delimited, no place for trailers.
+        test_client c(srv.port());
+        c.send("GET /stream-trailers HTTP/1.0\r\n\r\n");
+        const std::string raw = c.read_exact(1 << 16);
+        BOOST_TEST(raw.substr(raw.size() - 6) == "chunk1");
+        BOOST_TEST(raw.find("x-sum: 42") == std::string::npos);
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -150,6 +150,11 @@ void test_handler::on_request(exchange_ptr ex) {
         ex->write("chunk2");
         ex->write("chunk3");
         ex->end();
+    } else if (r.path == "/stream-trailers") {
+        ex->begin(200, {{"Trailer", "x-sum"}}, std::nullopt);
+        ex->write("chunk1");
+        // An engine-owned name is dropped from trailers as from headers.
+        ex->end_with_trailers({{"x-sum", "42"}, {"Content-Length", "6"}, {"x-b", "2"}});
     } else if (r.path == "/stream-late") {
         ex->begin(200, {}, std::nullopt);
         stream_later(ex, 0);

@@ -1,6 +1,6 @@
 """mounts: several frontends under one listener, picked by the longest path
-prefix: configs/hybrid.yaml (static files, a native route and the Flask
-example on a pool), SCRIPT_NAME / PATH_INFO under a mount, and deployments
+prefix: configs/hybrid.yaml (static files, a native route, the Flask
+example on a pool and the FastAPI example on an asyncio loop), SCRIPT_NAME / PATH_INFO under a mount, and deployments
 written with the single frontend: key still accepted."""
 import http.client
 import json
@@ -20,13 +20,15 @@ import m0test
 PLUGINS = os.path.join(m0test.BUILD_DIR, "lib", "m0", "plugins")
 WSGI_PLUGIN = os.path.join(PLUGINS, "m0-frontend-wsgi.so")
 POOL_PLUGIN = os.path.join(PLUGINS, "m0-executor-pool.so")
+PYTHON_PLUGINS = [WSGI_PLUGIN, POOL_PLUGIN, os.path.join(PLUGINS, "m0-frontend-asgi.so"),
+                  os.path.join(PLUGINS, "m0-executor-asyncio.so")]
 CONFIGS = os.path.join(m0test.SOURCE_DIR, "configs")
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
 # The embedded interpreter runs in the test venv (Flask is installed there).
 VENV = {"VIRTUAL_ENV": sys.prefix}
 
-needs_python = pytest.mark.skipif(not (os.path.exists(WSGI_PLUGIN) and os.path.exists(POOL_PLUGIN)),
-                                  reason="the frontend-wsgi and executor-pool plugins are not built")
+needs_python = pytest.mark.skipif(not all(map(os.path.exists, PYTHON_PLUGINS)),
+                                  reason="the Python plugins are not built (M0_BUILD_PYTHON=OFF)")
 
 
 class Running:
@@ -117,8 +119,8 @@ def yaml_file():
 
 @pytest.fixture(scope="module")
 def hybrid():
-    if not (os.path.exists(WSGI_PLUGIN) and os.path.exists(POOL_PLUGIN)):
-        pytest.skip("the frontend-wsgi and executor-pool plugins are not built")
+    if not all(map(os.path.exists, PYTHON_PLUGINS)):
+        pytest.skip("the Python plugins are not built (M0_BUILD_PYTHON=OFF)")
     server = Running(os.path.join(CONFIGS, "hybrid.yaml"))
     yield server
     try:
@@ -172,8 +174,42 @@ def test_hybrid_paths_under_no_mount_get_404(hybrid, path):
     assert hybrid.get(path)[0] == 404
 
 
+def test_hybrid_fastapi_runs_under_its_mount(hybrid):
+    # The lifespan ran on the loop (the store is open) and root_path is the
+    # mount: FastAPI routes /api/... to its own /... .
+    status, _, body = hybrid.get("/api/")
+    assert status == 200, body
+    assert json.loads(body) == {"service": "notes", "store_open": True, "notes": 0}
+    status, _, body = hybrid.request("POST", "/api/notes", body=json.dumps({"text": "mounted"}),
+                                     headers={"Content-Type": "application/json"})
+    assert (status, json.loads(body)) == (201, {"id": 1, "text": "mounted"}), body
+    assert json.loads(hybrid.get("/api/notes")[2]) == {"notes": ["mounted"]}
+    status, headers, body = hybrid.get("/api/count?to=5")
+    assert (status, headers.get("Transfer-Encoding"), body) == (200, "chunked", b"1\n2\n3\n4\n5\n")
+    assert hybrid.get("/api/missing")[0] == 404
+
+
+def test_hybrid_flask_and_fastapi_run_at_once_on_their_own_executors(hybrid):
+    # Flask's views run on pool threads and FastAPI's on the loop thread:
+    # both executors are there, and requests to both mounts interleave.
+    names = m0test.thread_affinities(hybrid.proc.pid)
+    assert any(n.startswith("m0-pool-") for n in names), names
+    assert "m0-asyncio-0" in names, names
+    results = []
+
+    def client(path):
+        for _ in range(10):
+            results.append(hybrid.get(path)[0])
+    threads = [threading.Thread(target=client, args=(p,)) for p in ("/flask/api/notes", "/api/", "/static/")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [200] * 30
+
+
 def test_hybrid_start_up_line_names_the_mounts(hybrid):
-    assert "mounts /static=http /health=http /flask=wsgi" in hybrid.output()
+    assert "mounts /static=http /health=http /flask=wsgi /api=asgi" in hybrid.output()
 
 
 @needs_python
@@ -184,7 +220,11 @@ def test_hybrid_under_two_worker_processes(start_m0):
         assert server.get("/health")[::2] == (200, b"ok")
         status, _, body = server.get("/flask/")
         assert status == 200 and b'href="/flask/form"' in body
+        status, _, body = server.get("/api/")
+        assert status == 200 and json.loads(body)["store_open"] is True, body
     assert server.stop() == 0, server.output()
+    # The FastAPI lifespan ran (and ended) in each serving process.
+    assert server.output().count("fastapi example: store closed") == 2, server.output()
 
 
 def route(path, body):

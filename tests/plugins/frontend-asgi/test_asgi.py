@@ -3,7 +3,6 @@ scope, request bodies, streamed responses, errors, lifespan, and the
 executor the frontend needs."""
 import json
 import os
-import socket
 import subprocess
 import tempfile
 import time
@@ -12,26 +11,9 @@ import pytest
 
 import m0test
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-APPS = os.path.join(HERE, "apps")
-PLUGINS = os.path.join(m0test.BUILD_DIR, "lib", "m0", "plugins")
+from conftest import APPS, asgi_config, needs_asgi
 
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(os.path.join(PLUGINS, "m0-frontend-asgi.so")),
-    reason="the Python plugins are not built (M0_BUILD_PYTHON=OFF)")
-
-
-def asgi_config(app, executor="asyncio", frontend_extra="", extra=""):
-    return (
-        "frontend:\n"
-        "  type: asgi\n"
-        f"  app: \"{app}\"\n"
-        f"  chdir: {APPS}\n"
-        f"{frontend_extra}"
-        "executor:\n"
-        f"  type: {executor}\n"
-        f"{extra}"
-    )
+pytestmark = needs_asgi
 
 
 def wait_for_log(server, text, timeout=10.0):
@@ -63,7 +45,7 @@ def test_http_scope_has_every_key(m0_server):
     assert r.status == 200
     scope = json.loads(r.body)
     assert scope["type"] == "http"
-    assert scope["asgi"] == {"version": "3.0", "spec_version": "2.3"}
+    assert scope["asgi"] == {"version": "3.0", "spec_version": "2.4"}
     assert scope["http_version"] == "1.1"
     assert scope["method"] == "POST"
     assert scope["scheme"] == "http"
@@ -249,32 +231,6 @@ def test_two_loops_serve_two_reactors(m0_server):
     assert server.output().count("lifespan shutdown ran") == 2
 
 
-def test_many_streaming_clients_that_vanish(m0_server):
-    server = m0_server(asgi_config("asgi_apps:endless"), threads=2)
-    socks = []
-    for _ in range(100):
-        s = server.connect()
-        s.sendall(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-        socks.append(s)
-    for s in socks:
-        assert s.recv(1024).startswith(b"HTTP/1.1 200")
-    for s in socks:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # RST
-        s.close()
-    # Every endless app learns its client left (send raises) and ends: no
-    # Task is left streaming into the void. Meanwhile the server serves.
-    deadline = time.monotonic() + 30
-    ended = b""
-    while time.monotonic() < deadline:
-        ended = m0test.request(server.port, "GET", "/ended").body
-        if ended == b"100":
-            break
-        time.sleep(0.05)
-    assert ended == b"100"
-    assert server.stop() == 0
-    assert "still busy" not in server.output()
-
-
 @pytest.mark.parametrize("app,interface", [
     ("asgi_apps:lifespan_app", "asgi"),  # an object whose __call__ is a coroutine function
     ("asgi_apps:echo", "asgi"),          # a coroutine function
@@ -390,3 +346,37 @@ def test_asgi_mounts_share_a_loop_beside_a_native_mount(m0_server):
     assert scope["state"] == {}  # the other mount's lifespan state is its own
     assert server.stop() == 0
     assert "lifespan shutdown ran" in server.output()
+
+
+@pytest.mark.parametrize("path,outcome,logged", [
+    ("/unknown-type", 500, "unexpected ASGI message type 'http.response.bogus'"),
+    ("/status-not-int", 500, "status must be an int"),
+    ("/header-with-newline", 500, "has CR, LF or NUL in its value"),
+    ("/start-twice", "abort", "http.response.start sent twice"),
+    ("/return-mid-stream", "abort", "returned before the response was complete"),
+    ("/body-not-bytes", "abort", "http.response.body body must be bytes"),
+    ("/body-after-end", "complete", "http.response.body sent after the response body was complete"),
+])
+def test_protocol_errors_are_logged_with_the_app_name(m0_server, path, outcome, logged):
+    # Before http.response.start: 500. After it: the connection is cut, so
+    # the client never takes a partial response for a whole one. After the
+    # response was complete: it stays as sent, and the stray message is logged.
+    server = m0_server(asgi_config("asgi_apps:misbehave"))
+    with server.connect() as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n".encode())
+        raw = m0test.recv_until_closed(s)
+    if outcome == 500:
+        assert raw.startswith(b"HTTP/1.1 500"), raw
+    elif outcome == "abort":
+        assert not raw.endswith(b"0\r\n\r\n"), raw
+        assert b"Content-Length" not in raw
+    else:
+        assert raw.startswith(b"HTTP/1.1 200") and raw.endswith(b"\r\n\r\ncomplete"), raw
+    server.wait_for_log(logged)
+    assert "asgi: asgi_apps:misbehave" in server.output()
+
+
+def test_input_buffer_below_4k_is_a_located_config_error():
+    p = run_to_exit(asgi_config("asgi_apps:echo", frontend_extra="  input_buffer: 1k\n"))
+    assert p.returncode == 2, p.stderr
+    assert "frontend.input_buffer" in p.stderr and "must be at least 4k" in p.stderr, p.stderr

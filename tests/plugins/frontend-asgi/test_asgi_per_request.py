@@ -2,6 +2,7 @@
 can between requests (interned keys, a scope template, addresses already
 seen), and send()'s awaitable used the ways apps use it."""
 import json
+import sys
 
 import m0test
 # The config and the skip when the Python plugins are not built, as for
@@ -29,8 +30,8 @@ def test_a_scope_defaced_by_one_request_is_whole_for_the_next(m0_server):
         first_conn.close()
         second_conn.close()
     for s in seen:
-        assert s["asgi"] == {"version": "3.0", "spec_version": "2.3"}
-        assert s["extensions"] == {"http.response.pathsend": {}}
+        assert s["asgi"] == {"version": "3.0", "spec_version": "2.4"}
+        assert s["extensions"] == {"http.response.pathsend": {}, "http.response.trailers": {}}
         assert s["state"] == {}
         assert s["method"] == "GET"
         assert s["server"] == ["127.0.0.1", server.port]
@@ -47,4 +48,12 @@ def test_send_awaited_through_wait_for_ensure_future_and_shield(m0_server):
     r = m0test.request(server.port, "GET", "/")
     assert r.status == 200
     assert r.body == b"one two three"
+    assert "Traceback" not in server.output()
+
+
+def test_send_run_as_a_task_and_started_with_anyio(m0_server):
+    server = m0_server(config("per_request_apps:send_as_tasks") + f"python:\n  venv: {sys.prefix}\n")
+    r = m0test.request(server.port, "GET", "/")
+    assert r.status == 200
+    assert r.body == b"task anyio " + b"x" * (8 << 20) + b"full"
     assert "Traceback" not in server.output()

@@ -14,15 +14,6 @@ POOL_PLUGIN = os.path.join(m0test.BUILD_DIR, "lib", "m0", "plugins", "m0-executo
 TEST_VENV = sys.prefix
 
 
-def rss_kib(pid):
-    """Resident memory of process `pid`, from /proc/<pid>/status."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
 @pytest.fixture(params=["inline", "pool"])
 def executor(request):
     if request.param == "pool" and not os.path.exists(POOL_PLUGIN):

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 import m0test
-from conftest import POOL_PLUGIN, rss_kib, TEST_VENV
+from conftest import POOL_PLUGIN, TEST_VENV
 
 pytestmark = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed")
 
@@ -42,13 +42,13 @@ def test_django_under_load(m0_server, executor):
 
     out, requests, non2xx, errors = wrk(server.port, 5, timeout)
     assert requests > 0 and non2xx == 0 and errors == 0, out
-    after_warmup = rss_kib(pid)
+    after_warmup = m0test.rss_kib(pid)
 
     out, requests, non2xx, errors = wrk(server.port, 10, timeout)
     assert server.proc.poll() is None, server.output()
     assert requests > 1000, out
     assert non2xx == 0 and errors == 0, out
-    after_run = rss_kib(pid)
+    after_run = m0test.rss_kib(pid)
     assert abs(after_run - after_warmup) <= after_warmup * 0.10, (after_warmup, after_run)
 
     # Still answering correctly afterwards.

@@ -60,28 +60,6 @@ async def stream(scope, receive, send):
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-ENDLESS_ENDED = 0
-
-
-async def endless(scope, receive, send):
-    """Streams until the client goes away (send raises then); /ended says
-    how many such streams have ended."""
-    global ENDLESS_ENDED
-    await _body(receive)
-    if scope["path"] == "/ended":
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"%d" % ENDLESS_ENDED})
-        return
-    await send({"type": "http.response.start", "status": 200, "headers": []})
-    chunk = b"x" * 16384
-    try:
-        while True:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-    except OSError:
-        ENDLESS_ENDED += 1
-        raise
-
-
 async def raise_before_start(scope, receive, send):
     raise ValueError("boom before start")
 
@@ -146,3 +124,31 @@ async def pathsend(scope, receive, send):
         path += ".missing"
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/x-python")]})
     await send({"type": "http.response.pathsend", "path": path})
+
+
+async def misbehave(scope, receive, send):
+    """One way of breaking the ASGI message protocol per path."""
+    if scope["type"] != "http":
+        raise RuntimeError("http only")
+    await _body(receive)
+    start = {"type": "http.response.start", "status": 200, "headers": []}
+    path = scope["path"]
+    if path == "/unknown-type":
+        await send({"type": "http.response.bogus"})
+    elif path == "/start-twice":
+        await send(start)
+        await send(start)
+    elif path == "/body-after-end":
+        await send(start)
+        await send({"type": "http.response.body", "body": b"complete"})
+        await send({"type": "http.response.body", "body": b"more"})
+    elif path == "/status-not-int":
+        await send({"type": "http.response.start", "status": "200", "headers": []})
+    elif path == "/header-with-newline":
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"x-a", b"1\r\nx-b: 2")]})
+    elif path == "/return-mid-stream":
+        await send(start)
+        await send({"type": "http.response.body", "body": b"partial", "more_body": True})
+    elif path == "/body-not-bytes":
+        await send(start)
+        await send({"type": "http.response.body", "body": "text", "more_body": True})

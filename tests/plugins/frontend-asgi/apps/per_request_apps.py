@@ -43,3 +43,21 @@ async def send_through_helpers(scope, receive, send):
     await asyncio.shield(send({"type": "http.response.body", "body": b"two ", "more_body": True}))
     result = await send({"type": "http.response.body", "body": b"three"})
     assert result is None, result
+
+
+async def send_as_tasks(scope, receive, send):
+    """send() handed to asyncio.create_task and to anyio's start_soon,
+    which take only coroutines, also while send() waits for room: each
+    message must go out, in order."""
+    import anyio  # from the test venv, served with python.venv
+    if scope["type"] == "lifespan":
+        raise RuntimeError("no lifespan here")
+    await asyncio.create_task(send({"type": "http.response.start", "status": 200,
+                                    "headers": [(b"content-type", b"text/plain")]}))
+    await asyncio.create_task(send({"type": "http.response.body", "body": b"task ", "more_body": True}))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(send, {"type": "http.response.body", "body": b"anyio ", "more_body": True})
+    # Above the send buffer: this send() has to wait for room.
+    big = {"type": "http.response.body", "body": b"x" * (8 << 20), "more_body": True}
+    await asyncio.create_task(send(big))
+    await send({"type": "http.response.body", "body": b"full"})
