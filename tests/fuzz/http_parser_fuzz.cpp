@@ -1,9 +1,14 @@
 // libFuzzer target over the HTTP/1.1 engine: the request parser and the
-// connection state machine.
+// connection state machine, its timers, drain and force-close.
 //
-// Input: one control byte, then the bytes a client sends. The control byte
-// picks the limits (engine defaults or small ones, so the limit paths are
-// reachable with short inputs) and how the stream is split into reads.
+// Input: a control byte, a timing byte, then the bytes a client sends. The
+// control byte picks the limits (engine defaults or small ones, so the limit
+// paths are reachable with short inputs) and how the stream is split into
+// reads. The timing byte (bit 0) shortens every timeout (header, body,
+// write, keep-alive) to a millisecond and then says when they may fire:
+// before any of the first pieces (bits 1-4, one per piece), while the client
+// stops reading (bit 5: the write timeout), after the last byte (bit 7: the
+// keep-alive timeout); bit 6 drains the connection before the force-close.
 //
 // Each input runs twice:
 //  1. through request_parser alone, the way a connection feeds it
@@ -12,14 +17,16 @@
 //  2. through a real session of the engine, over one end of a socketpair
 //     handed to http::serve() by a listener of our own, with a handler whose
 //     answer depends on the path (inline, deferred, streamed, aborted,
-//     dropped, bodiless...). The io_context is polled, never run with
-//     waits, so every input finishes at once and no timer fires.
+//     dropped, bodiless, large...). The io_context is polled, never run with
+//     waits; a timer fires only where the timing byte lets the clock pass
+//     its deadline.
 // Crashes, leaks, sanitizer reports and an answer that does not parse as
 // HTTP/1.1 responses (response_oracle) fail the run.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -28,6 +35,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -217,6 +225,11 @@ public:
             break;
         case 'x':  // dropped without an answer: the engine answers 500
             break;
+        case 'b':  // more than the socket buffers hold: the write timeout's path
+            ex->begin(200, {}, std::nullopt);
+            for (int i = 0; i < 4; ++i) ex->write(std::string(64 * 1024, 'b'));
+            ex->end();
+            break;
         case 'n': ex->respond(204, {}, "dropped body"); break;
         case 'm': ex->respond(304, {}, "dropped body"); break;
         case 'f':  // the engine owns framing and must drop these
@@ -347,23 +360,84 @@ void read_all(int fd, std::string& out) {
     }
 }
 
-void settle(asio::io_context& io, int client, std::string& received) {
-    for (int i = 0; i < 64; ++i) {
-        read_all(client, received);
-        if (io.poll() == 0) break;
-        io.restart();
-    }
-    read_all(client, received);
-}
+// Timeouts of the timing byte's bit 0, and how long the harness lets the
+// clock run for them to pass: short, because each pause costs the fuzzer
+// runs (a timer that fires earlier than asked, on a slow pass, is a timing
+// the engine must survive as well). At most max_pauses per input.
+constexpr std::chrono::milliseconds short_timeout{1};
+constexpr std::chrono::microseconds timer_pause{1500};
+constexpr int max_pauses = 3;
 
-void fuzz_session(std::uint8_t control, const char* data, std::size_t size) {
+class session_driver {
+public:
+    session_driver(asio::io_context& io, int client, std::uint8_t timing)
+        : io_(io), client_(client), timing_(timing) {}
+
+    // Runs what is ready; the client reads what arrived unless it stopped.
+    void settle() {
+        for (int i = 0; i < 64; ++i) {
+            if (reading_) read_all(client_, received_);
+            if (io_.poll() == 0) break;
+            io_.restart();
+        }
+        if (reading_) read_all(client_, received_);
+    }
+
+    // With short timeouts: lets the clock pass them, then runs the timers.
+    void let_timers_fire() {
+        if (!(timing_ & 1) || pauses_ == max_pauses) return;
+        ++pauses_;
+        std::this_thread::sleep_for(timer_pause);
+        settle();
+    }
+
+    void send(const char* data, std::size_t size, std::uint8_t control) {
+        splitter split(control);
+        std::size_t sent = 0;
+        for (unsigned piece = 0; sent < size; ++piece) {
+            if (piece < 4 && (timing_ >> (1 + piece)) & 1) let_timers_fire();
+            if (piece == 0 && (timing_ & 0x20)) reading_ = false;  // until the end
+            const std::size_t n = split.next(size - sent);
+            std::size_t done = 0;
+            while (done < n) {
+                const ssize_t w = ::send(client_, data + sent + done, n - done, MSG_NOSIGNAL);
+                if (w <= 0) break;  // closed by the server, or its buffer is full
+                done += static_cast<std::size_t>(w);
+            }
+            settle();
+            if (done < n) break;
+            sent += n;
+        }
+        if (!reading_) let_timers_fire();  // a response blocked on the client
+        if (timing_ & 0x80) let_timers_fire();
+    }
+
+    std::string finish() {
+        reading_ = true;
+        settle();
+        return std::move(received_);
+    }
+
+private:
+    asio::io_context& io_;
+    const int client_;
+    const std::uint8_t timing_;
+    bool reading_ = true;
+    int pauses_ = 0;
+    std::string received_;
+};
+
+void fuzz_session(std::uint8_t control, std::uint8_t timing, const char* data, std::size_t size) {
     int fds[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) std::abort();
     const int client = fds[0];
     ::fcntl(client, F_SETFL, O_NONBLOCK);
     std::string received;
     {
-        const auto limits = limits_for(control);
+        auto limits = limits_for(control);
+        if (timing & 1)
+            limits.header_timeout = limits.body_timeout = limits.write_timeout = limits.keepalive_timeout =
+                short_timeout;
         m0::reactor_stats stats;
         asio::io_context io(1);
         pair_listener listener(io, fds[1]);
@@ -374,32 +448,27 @@ void fuzz_session(std::uint8_t control, const char* data, std::size_t size) {
         ctx.stats = &stats;
         ctx.limits = &limits;
         m0::http::serve(ctx, handler);
-        settle(io, client, received);
-
-        splitter split(control);
-        std::size_t sent = 0;
-        while (sent < size) {
-            const std::size_t n = split.next(size - sent);
-            std::size_t done = 0;
-            while (done < n) {
-                const ssize_t w = ::send(client, data + sent + done, n - done, MSG_NOSIGNAL);
-                if (w <= 0) break;  // closed by the server, or its buffer is full
-                done += static_cast<std::size_t>(w);
-            }
-            settle(io, client, received);
-            if (done < n) break;
-            sent += n;
-        }
+        session_driver driver(io, client, timing);
+        driver.settle();
+        driver.send(data, size, control);
         if (control & 0x80) {
             ::shutdown(client, SHUT_WR);  // the client's EOF path
-            settle(io, client, received);
+            driver.settle();
         }
+        if (timing & 0x40) {
+            // A drain: idle connections close, a request in flight may finish.
+            ctx.run_drain_hooks();
+            driver.settle();
+            driver.let_timers_fire();
+        }
+        received = driver.finish();
         ctx.run_force_close_hooks();
         listener.release();
         io.restart();
         io.run();
         check(stats.live_connections.load() == 0);
         check(stats.in_flight.load() == 0);
+        read_all(client, received);
     }
     ::close(client);
     response_oracle(received).check_all(std::string_view(data, size).find("HEAD") == std::string_view::npos);
@@ -414,10 +483,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    if (size == 0) return 0;
-    const std::uint8_t control = data[0];
-    const char* stream = reinterpret_cast<const char*>(data + 1);
-    fuzz_parser(control, stream, size - 1);
-    fuzz_session(control, stream, size - 1);
+    if (size < 2) return 0;
+    const std::uint8_t control = data[0], timing = data[1];
+    const char* stream = reinterpret_cast<const char*>(data + 2);
+    fuzz_parser(control, stream, size - 2);
+    fuzz_session(control, timing, stream, size - 2);
     return 0;
 }

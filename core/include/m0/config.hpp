@@ -65,6 +65,11 @@ public:
     std::string one_of(std::string_view key, std::string_view def,
                        std::initializer_list<std::string_view> allowed) const;
 
+    // Records `value` as the effective value of `key` in place of what the
+    // getters recorded: for a setting the plugin takes from elsewhere (an
+    // environment override), so that `m0 --check` shows what will run.
+    void set_effective(std::string_view key, std::string_view value) const;
+
     // The node itself as a scalar (for sequence items).
     std::string as_string() const;
 

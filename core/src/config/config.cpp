@@ -465,6 +465,10 @@ std::string config_node::one_of(std::string_view key, std::string_view def,
     fail(key, message);
 }
 
+void config_node::set_effective(std::string_view key, std::string_view value) const {
+    record(*tree_, join_path(path_, key), scalar_value(std::string(value), true));
+}
+
 std::string config_node::as_string() const {
     const auto at = locate_readable(*tree_, path_);
     if (!at.node || at.node->type != kind::scalar) throw_at(at.where, path_, "expected a string, found " + describe(at.node));

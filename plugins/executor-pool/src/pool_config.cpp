@@ -22,7 +22,10 @@ pool_options read_pool_options(const config_node& section, const char* env_ring)
         section.fail("reactor_spin", "expected a duration in 0..1ms");
     const std::string ring = section.one_of("ring", "vyukov", {"vyukov", "lockfree", "none"});
     o.ring = ring == "lockfree" ? ring_kind::lockfree : ring == "none" ? ring_kind::none : ring_kind::vyukov;
-    if (env_ring && std::string(env_ring) == "0") o.ring = ring_kind::none;
+    if (env_ring && std::string(env_ring) == "0") {
+        o.ring = ring_kind::none;
+        section.set_effective("ring", "none");
+    }
     const auto capacity = section.integer("ring_capacity", 1024, 2, std::int64_t{1} << 20);
     if ((capacity & (capacity - 1)) != 0)
         section.fail("ring_capacity", "expected a power of two, found " + std::to_string(capacity));

@@ -163,17 +163,27 @@ def test_stalled_body_is_cut_at_body_timeout(server):
     assert_cut(results, BODY_TIMEOUT + SLACK, "stalled-body")
 
 
-def test_slow_steady_body_is_per_read(server):
+def test_slow_steady_body_is_per_read(m0_server):
     """body_timeout is per read, not per body: a body trickling in faster than
     body_timeout per byte is received whole, even when the whole body takes
     several body_timeouts."""
+    # The pause between two bytes is what this client does (its input, not a
+    # wait for m0): far below body_timeout, so a descheduled test thread
+    # cannot stretch one past it.
+    body_timeout, pause = scaled(BODY_TIMEOUT), 0.1
+    body = b"abcdefgh" * (int(3 * body_timeout / pause) // 8 + 1)
+    server = m0_server(reflect_config({"body_timeout": f"{body_timeout:g}s"}))
     with Connection(server.port, timeout=10.0) as c:
-        c.send(b"POST / HTTP/1.1\r\nHost: example.com\r\nContent-Length: 8\r\n\r\n")
-        for byte in b"abcdefgh":
-            time.sleep(BODY_TIMEOUT / 3)
+        c.send(b"POST / HTTP/1.1\r\nHost: example.com\r\nContent-Length: %d\r\n\r\n" % len(body))
+        server.wait_until_read(c.sock)
+        started = time.monotonic()
+        for byte in body:
+            time.sleep(pause)
             c.send(bytes([byte]))
+            server.wait_until_read(c.sock)  # one read per byte
         r = c.read_response()
-    assert r.status == 200 and json.loads(r.body)["body"] == "abcdefgh"
+    assert r.status == 200 and json.loads(r.body)["body"] == body.decode()
+    assert time.monotonic() - started > 2 * body_timeout  # the body outlasted the timeout
 
 
 def test_slow_body_drip_cannot_starve_others(server):

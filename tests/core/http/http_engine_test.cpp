@@ -13,6 +13,7 @@
 #include "test_client.hpp"
 #include "test_server.hpp"
 
+using m0::test::accept_backlog;
 using m0::test::eventually;
 using m0::test::post;
 using m0::test::test_client;
@@ -468,8 +469,14 @@ BOOST_AUTO_TEST_CASE(connection_limit_pauses_accepting) {
     BOOST_REQUIRE(first->read_response());
     test_client second(srv.port());  // waits in the kernel backlog
     second.send(get("/fixed"));
-    std::this_thread::sleep_for(50ms);
+    BOOST_REQUIRE(eventually([&] { return accept_backlog(srv.port()) == 1; }));
+    // The listener was readable before this request arrived: a reactor that
+    // still accepted would have taken the queued connection by the time it
+    // answers.
+    first->send(get("/fixed"));
+    BOOST_REQUIRE(first->read_response());
     BOOST_TEST(srv.stats().accepted.load() == 1u);
+    BOOST_TEST(accept_backlog(srv.port()) == 1u);
     first.reset();
     auto r = second.read_response();
     BOOST_REQUIRE(r);

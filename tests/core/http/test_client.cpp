@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 namespace m0::test {
@@ -24,6 +27,22 @@ test_client::test_client(std::uint16_t port) {
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
         throw std::runtime_error("connect failed");
+}
+
+std::size_t accept_backlog(std::uint16_t port) {
+    std::ifstream table("/proc/net/tcp");
+    std::string line;
+    std::getline(table, line);  // the column names
+    char local[32];
+    std::snprintf(local, sizeof local, "0100007F:%04X", port);  // 127.0.0.1 as the kernel writes it
+    while (std::getline(table, line)) {
+        std::istringstream fields(line);
+        std::string slot, local_address, remote_address, state, queues;
+        fields >> slot >> local_address >> remote_address >> state >> queues;
+        if (local_address != local || state != "0A") continue;  // 0A: listening
+        return std::stoul(queues.substr(queues.find(':') + 1), nullptr, 16);
+    }
+    return 0;
 }
 
 std::string post(const std::string& path, const std::string& body, const std::string& extra) {

@@ -20,6 +20,10 @@ struct http_response {
     }
 };
 
+// Connections waiting in the accept queue of the loopback listener on `port`
+// (from /proc/net/tcp: a listening socket's receive queue is its backlog).
+std::size_t accept_backlog(std::uint16_t port);
+
 // A POST with a Content-Length body; `extra` holds more header lines.
 std::string post(const std::string& path, const std::string& body, const std::string& extra = "");
 

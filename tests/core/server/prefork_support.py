@@ -13,14 +13,19 @@ def children(pid):
         return []
 
 
-def alive(pid):
-    """True while `pid` runs (a zombie is not running)."""
+def state(pid):
+    """The state letter of `pid` in /proc (R, S, T for stopped, Z...), or
+    None once it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
+            return f.read().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
+        return None
+
+
+def alive(pid):
+    """True while `pid` runs or is stopped (a zombie is not running)."""
+    return state(pid) not in (None, "Z", "X")
 
 
 def wait_until(condition, timeout=10.0, what="condition"):

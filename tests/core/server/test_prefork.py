@@ -6,8 +6,10 @@ import signal
 import subprocess
 import threading
 
+import pytest
+
 import m0test
-from prefork_support import alive, wait_for_children, wait_until
+from prefork_support import alive, state, wait_for_children, wait_until
 
 # A worker process's own line (the supervisor's says "supervisor: received").
 WORKER_DRAINING = re.compile(r"info: received SIGTERM, draining")
@@ -133,6 +135,29 @@ def test_sigquit_to_the_supervisor_stops_at_once(m0_server):
         assert server.wait(timeout=10) == 0
         assert m0test.recv_until_closed(s) == b""  # cut, not answered
     assert "supervisor: received SIGQUIT, stopping 2 worker process(es) at once" in server.output()
+
+
+@pytest.mark.parametrize("sig, deadline", [(signal.SIGTERM, "the drain timeout (1 s) and 5 s more"),
+                                           (signal.SIGQUIT, "5 s")])
+def test_the_supervisor_kills_a_worker_process_that_does_not_stop(m0_server, sig, deadline):
+    # A stopped process (SIGSTOP, as under a debugger) cannot act on the
+    # signal the supervisor forwards: past its deadline the supervisor kills
+    # it, says so, and still exits 0 once every process is gone.
+    server = m0_server(HELLO, "--set", "server.workers=2", "--set", "server.drain_timeout=1s")
+    stuck, other = wait_for_children(server.proc.pid, 2)
+    os.kill(stuck, signal.SIGSTOP)
+    wait_until(lambda: state(stuck) == "T", what="the worker process to stop")
+    server.send_signal(sig)
+    # The other process stops by itself, long before the deadline.
+    server.wait_for_log(re.compile(rf"supervisor: worker process \d \(pid {other}\) exited with code 0"))
+    assert alive(stuck), f"the stopped process must outlive {deadline}:\n{server.output()}"
+    killed = server.wait_for_log(re.compile(rf"warning: supervisor: worker process \d \(pid {stuck}\) did not stop "
+                                            r"in time; killing it"), timeout=30, what=f"the kill after {deadline}")
+    assert server.wait(timeout=10) == 0
+    assert not alive(stuck)
+    # Nothing about the killed process follows the kill but the last line.
+    after = server.output()[killed.end():]
+    assert "supervisor: every worker process has stopped" in after and "respawning" not in after
 
 
 def test_a_worker_process_drains_when_its_supervisor_dies(m0_server):

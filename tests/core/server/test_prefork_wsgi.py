@@ -2,6 +2,8 @@
 supervisor, then each worker process runs its own interpreter."""
 import json
 import os
+import re
+import signal
 import sys
 
 import pytest
@@ -68,6 +70,32 @@ def test_two_processes_serve_with_their_own_interpreter(m0_server, executor):
     assert set(worked) == set(workers) and min(worked.values()) >= 10
     assert server.stop() == 0
     assert not [pid for pid in workers if alive(pid)]
+
+
+def test_a_process_stuck_in_the_app_is_gone_after_its_drain(m0_server, executor):
+    # The app never returns and keeps the GIL. On the pool the serving
+    # process abandons it at the drain deadline and exits 0 by itself. With
+    # `inline` the app holds the reactor thread, which the process detaches
+    # only after its exit grace (deadline + 6 s): the supervisor's kill
+    # (deadline + 5 s) may come first. Either way the supervisor exits 0 and
+    # leaves no process behind.
+    server = m0_server(config("prefork_app:app", executor), "--set", "server.workers=2",
+                       "--set", "server.drain_timeout=1s", env=VENV)
+    with server.connect() as s:
+        s.sendall(b"GET /hold-the-gil HTTP/1.1\r\nHost: h\r\n\r\n")
+        stuck = int(server.wait_for_log(re.compile(r"holding the GIL in pid (\d+)")).group(1))
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=30) == 0
+        assert m0test.recv_until_closed(s) == b""  # cut, not answered
+    out = server.output()
+    killed = re.search(rf"warning: supervisor: worker process \d \(pid {stuck}\) did not stop in time; killing it", out)
+    if executor == "pool":
+        assert re.search(rf"m0\[{stuck}\] info: reactor 0: .*force-closed 1, in flight at deadline 1, jobs abandoned 1", out), out
+        assert re.search(rf"supervisor: worker process \d \(pid {stuck}\) exited with code 0", out), out
+        assert not killed, out
+    else:
+        assert killed or re.search(rf"m0\[{stuck}\] error: reactor 0 did not stop in time; detached", out), out
+    assert not alive(stuck)
 
 
 def test_a_crash_loop_makes_the_supervisor_give_up():

@@ -63,6 +63,19 @@ BOOST_AUTO_TEST_CASE(env_off_switch_forces_no_ring) {
     BOOST_TEST((read("executor:\n  pool:\n    ring: vyukov\n", "1").ring == ring_kind::vyukov));
 }
 
+// `m0 --check` prints the effective configuration: the ring that will run.
+BOOST_AUTO_TEST_CASE(env_off_switch_is_the_effective_ring) {
+    const std::string yaml = "executor:\n  pool:\n    ring: vyukov\n";
+    for (const char* env : {"0", "1"}) {
+        auto doc = m0::config_document::from_string(yaml, "test.yaml");
+        (void)read_pool_options(doc.root().child("executor").child("pool"), env);
+        const bool off = std::string(env) == "0";
+        BOOST_TEST(doc.effective_yaml().find(off ? "ring: none" : "ring: vyukov") != std::string::npos,
+                   doc.effective_yaml());
+        BOOST_TEST(doc.effective_yaml().find(off ? "vyukov" : "none") == std::string::npos, doc.effective_yaml());
+    }
+}
+
 BOOST_AUTO_TEST_CASE(errors_name_the_key) {
     BOOST_TEST(error_of("executor:\n  pool:\n    ring_capacity: 1000\n").find("ring_capacity") != std::string::npos);
     BOOST_TEST(error_of("executor:\n  pool:\n    ring: spsc\n").find("ring") != std::string::npos);

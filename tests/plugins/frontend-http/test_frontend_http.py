@@ -4,7 +4,6 @@ import os
 import shutil
 import signal
 import socket
-import time
 
 import pytest
 
@@ -322,7 +321,7 @@ def test_chunked_upload_is_echoed(m0_server):
                                                 "Content-Type": "application/x-test"}))
         for part in parts:
             s.sendall(b"%x\r\n%s\r\n" % (len(part), part))
-            time.sleep(0.02)
+            server.wait_until_read(s)  # each chunk its own read
         s.sendall(b"0\r\n\r\n")
         r = ResponseReader(s).read()
     assert r.status == 200

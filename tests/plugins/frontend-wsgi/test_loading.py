@@ -1,6 +1,7 @@
 """Application loading: module:callable, factory calls, python.path,
 python.venv, chdir, and start-up failures that name their reason."""
 import os
+import re
 
 import pytest
 
@@ -8,10 +9,10 @@ import m0test
 from conftest import APPS, POOL_PLUGIN, TEST_VENV, wsgi_config
 
 
-def check(config_text, tmp_path, *args):
+def check(config_text, tmp_path, *args, env=None):
     path = tmp_path / "m0.yaml"
     path.write_text(config_text)
-    return m0test.run_m0("--config", str(path), "--check", *args, timeout=60)
+    return m0test.run_m0("--config", str(path), "--check", *args, timeout=60, env=env)
 
 
 @pytest.mark.parametrize("app,reason", [
@@ -119,6 +120,16 @@ def test_app_shortcut_needs_no_config_file(m0_server):
     # Served (on a port of m0's choosing instead of 8000, which may be taken).
     server = m0_server(None, "--app", "wsgi_apps:hello", cwd=APPS)
     assert m0test.request(server.port, path="/").body == b"Hello, World!"
+
+
+@pytest.mark.parametrize("env,ring", [({}, "vyukov"), ({"M0_POOL_RING": "0"}, "none"),
+                                      ({"M0_POOL_RING": "1"}, "vyukov")])
+def test_check_prints_the_ring_that_runs(tmp_path, env, ring):
+    cfg = wsgi_config("wsgi_apps:hello", "pool") + "  pool: {ring: vyukov}\n"
+    r = check(cfg, tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    rings = re.findall(r"^ +ring: (\S+)$", r.stdout, re.MULTILINE)
+    assert rings == [ring], r.stdout
 
 
 @pytest.mark.parametrize("args,env", [

@@ -1,9 +1,10 @@
 """PEP 3333 end to end: environ, wsgi.input, response shapes, streaming,
 write(), file_wrapper, exc_info and close(), for both executors. The app is
 wrapped in wsgiref.validate.validator (apps/wsgi_apps.py)."""
+import errno
 import json
+import os
 import socket
-import time
 
 import pytest
 
@@ -172,21 +173,35 @@ def test_keep_alive_across_response_shapes(wsgi_server):
             assert (r.status, r.body) == (200, body)
 
 
-def test_generator_chunks_arrive_as_produced(wsgi_server, executor):
+def open_gate(fifo):
+    """Opens the FIFO a gated app waits on, once the app reads it, and
+    closes it: the app goes on. Returns False while the app is not there."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError as e:
+        if e.errno == errno.ENXIO:  # no reader yet
+            return False
+        raise
+    return True
+
+
+def test_generator_chunks_arrive_as_produced(wsgi_server, executor, tmp_path):
     server = wsgi_server()
+    fifo = tmp_path / "gate"
+    os.mkfifo(fifo)
     with server.connect(timeout=10) as s:
-        start = time.monotonic()
-        s.sendall(b"GET /stream?n=2&delay=2.0&tag=slow HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
-        s.settimeout(10)
+        s.sendall(f"GET /stream-gated?fifo={fifo} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n".encode())
+        # The app makes its second chunk only after the first has reached
+        # the client: a server holding chunks back never sends the first.
+        s.settimeout(m0test.scaled(10))
         first = b""
         while b"chunk0;" not in first:
             data = s.recv(4096)
             assert data, "connection closed before the first chunk"
             first += data
-        first_at = time.monotonic() - start
+        assert b"chunk1;" not in first
+        server.wait_until(lambda: open_gate(fifo), what="the app to wait at its gate")
         rest = m0test.recv_until_closed(s, timeout=10)
-    # The app sleeps 2 s between the chunks; the first must not wait for it.
-    assert first_at < 1.5, first_at
     assert b"chunk1;" in first + rest
 
 
@@ -295,20 +310,45 @@ def produced(server, tag):
     return get_json(server, f"/produced?tag={tag}")["count"]
 
 
+def kernel_send_buffer_max():
+    """The most a TCP socket may buffer for sending (tcp_wmem's maximum)."""
+    with open("/proc/sys/net/ipv4/tcp_wmem") as f:
+        return int(f.read().split()[2])
+
+
 def test_streaming_waits_for_a_slow_client(wsgi_server, executor):
     if executor == "inline":
         pytest.skip("the inline executor runs the app on the reactor: it cannot wait for the socket")
     # Two pool threads: the waiting stream holds one, /produced needs the other.
     server = wsgi_server(extra="  stream_buffer: 1m\n")
-    n = 64  # 1 MiB chunks
+    n, chunk = 64, 1 << 20  # /big's chunks
+    rcvbuf = 64 * 1024
+    # What may be produced beyond what the client read: the stream buffer
+    # plus the chunk that crosses it, the chunk the app holds while it
+    # waits, and what the kernel buffers on both ends (the receive side
+    # doubles its setting for bookkeeping).
+    ahead_bound = 3 * chunk + kernel_send_buffer_max() + 2 * rcvbuf
+    assert ahead_bound < n * chunk // 2  # else this test could not tell
     with server.connect(timeout=20) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         s.sendall(f"GET /big?n={n}&tag=slow-reader HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n".encode())
-        time.sleep(1.5)  # not reading: the app must stop producing
-        held_back = produced(server, "slow-reader")
-        assert held_back < n // 2, held_back
-        total = len(m0test.recv_until_closed(s, timeout=20))
-    assert total > n << 20  # every chunk arrived once the client read
+        s.settimeout(m0test.scaled(20))
+        # The client reads one piece between two looks at the producer: at
+        # every look, production is held to what the client has taken. An
+        # app that is not held back makes its 64 MiB long before the
+        # client's first megabytes.
+        received, looks = 0, 0
+        server.wait_until(lambda: produced(server, "slow-reader") > 0, what="the app to start producing")
+        while True:
+            made = produced(server, "slow-reader")
+            assert made * chunk - received <= ahead_bound, (made, received, looks)
+            looks += 1
+            data = s.recv(256 * 1024)
+            if not data:
+                break
+            received += len(data)
+    assert received > n * chunk  # every chunk arrived
+    assert looks > n  # the producer was looked at all along
     assert produced(server, "slow-reader") == n
 
 

@@ -2,7 +2,6 @@
 deadline, or a second signal, the process exits and says what it abandoned,
 whatever a Python thread is doing."""
 import signal
-import time
 
 import m0test
 from conftest import APPS
@@ -26,12 +25,8 @@ def config(app, drain_timeout):
     )
 
 
-def wait_for_log(server, text, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while text not in server.output():
-        assert time.monotonic() < deadline, f"'{text}' never logged:\n{server.output()}"
-        assert server.proc.poll() is None, f"m0 exited early:\n{server.output()}"
-        time.sleep(0.02)
+def wait_for_log(server, text):
+    server.wait_for_log(text, timeout=15.0)
 
 
 def read_until(sock, marker, timeout=15.0):

@@ -1,5 +1,6 @@
 """WSGI app of the prefork tests: tells which process served a request, and
 shows that Python works in a forked worker process (imports, threads)."""
+import ctypes
 import json
 import os
 import threading
@@ -18,7 +19,17 @@ def _work():
     return result[0] if result else None
 
 
+def _hold_the_gil(environ):
+    # Stuck in C code that keeps the GIL (a ctypes.PyDLL call does not
+    # release it), far longer than any drain timeout.
+    environ["wsgi.errors"].write(f"holding the GIL in pid {os.getpid()}\n")
+    environ["wsgi.errors"].flush()
+    ctypes.PyDLL(None).sleep(3600)
+
+
 def app(environ, start_response):
+    if environ["PATH_INFO"] == "/hold-the-gil":
+        _hold_the_gil(environ)
     info = {"pid": os.getpid(), "imported_in": IMPORTED_IN,
             "multiprocess": environ["wsgi.multiprocess"]}
     if environ["PATH_INFO"] == "/work":

@@ -135,6 +135,18 @@ def router(environ, start_response):
         delay = float(q.get("delay", "0"))
         start_response("200 OK", [("Content-Type", "text/plain")])
         return Body(q.get("tag", "stream"), [b"chunk%d;" % i for i in range(n)], delay)
+    if path == "/stream-gated":
+        # chunk0, then nothing until the test opens the FIFO `fifo` for
+        # writing and closes it, then chunk1.
+        fifo = q["fifo"]
+
+        def gated():
+            yield b"chunk0;"
+            with open(fifo, "rb") as gate:
+                gate.read()
+            yield b"chunk1;"
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return _Closing(q.get("tag", "gated"), gated())
     if path == "/stream-length":
         chunks = [b"abc", b"defg", b"hi"]
         start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "9")])
