@@ -48,6 +48,7 @@ public:
 };
 
 class service_registry;
+class request_recorder;
 
 namespace http {
 class handler;
@@ -85,6 +86,9 @@ struct reactor_context {
     std::shared_ptr<reactor_handle> reactor;
     // Services plugins provide to each other (m0/services.hpp).
     service_registry* services = nullptr;
+    // Core-private: the access log and metrics of this reactor, told of each
+    // finished response by the HTTP engine; null when both are off.
+    request_recorder* recorder = nullptr;
 
     // Drain hooks, added by frontends and modules in start_reactor and run by
     // the scheduler on this reactor's thread, in the order added. A drain
