@@ -245,7 +245,7 @@ std::string metrics_table::status_json() const {
                ",\"frontend\":" + json_string(mounts_[m].frontend) + ",\"requests\":{";
         for (std::size_t k = 0; k < status_classes; ++k) {
             if (k) out += ",";
-            out += "\"" + std::string(class_names[k]) + "\":" + std::to_string(c.by_class[k]);
+            out.append("\"").append(class_names[k]).append("\":").append(std::to_string(c.by_class[k]));
         }
         out += "},\"duration_seconds\":{\"count\":" + std::to_string(c.count()) +
                ",\"sum\":" + seconds_text(c.latency_sum_us) + ",\"buckets\":[";
@@ -253,7 +253,7 @@ std::string metrics_table::status_json() const {
         for (std::size_t k = 0; k < latency_bounds_us.size(); ++k) {
             cumulative += c.latency[k];
             if (k) out += ",";
-            out += "[" + seconds_text(latency_bounds_us[k]) + "," + std::to_string(cumulative) + "]";
+            out.append("[").append(seconds_text(latency_bounds_us[k])).append(",").append(std::to_string(cumulative)).append("]");
         }
         out += "]}}";
     }
