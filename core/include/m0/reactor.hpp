@@ -35,6 +35,9 @@ struct reactor_stats {
     std::atomic<std::uint64_t> live_connections{0};
     std::atomic<std::uint64_t> in_flight{0};         // requests read, response not finished
     std::atomic<std::uint64_t> force_closed{0};      // connections closed at a drain deadline
+    // Jobs of this reactor's executor lanes not completed yet (queued or
+    // running); published each loop pass only when metrics are on.
+    std::atomic<std::uint64_t> executor_jobs{0};
 };
 
 // Runs work on one reactor thread from any thread. Outlives the

@@ -13,6 +13,11 @@ namespace m0::telemetry {
 
 namespace {
 
+constexpr std::size_t round_up(std::size_t n) {
+    constexpr std::size_t align = alignof(std::max_align_t);
+    return (n + align - 1) / align * align;
+}
+
 constexpr const char* class_names[status_classes] = {"none", "1xx", "2xx", "3xx", "4xx", "5xx"};
 
 std::uint64_t load(const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); }
@@ -57,7 +62,7 @@ std::string json_string(std::string_view s) {
 }  // namespace
 
 struct metrics_table::totals {
-    std::uint64_t open = 0, in_flight = 0, accepted = 0, bytes_in = 0, bytes_out = 0;
+    std::uint64_t open = 0, in_flight = 0, executor_jobs = 0, accepted = 0, bytes_in = 0, bytes_out = 0;
     unsigned processes_alive = 0;
     struct process {
         int pid = 0;  // 0: not running
@@ -81,10 +86,8 @@ metrics_table::metrics_table(unsigned processes, unsigned reactors, std::vector<
     : processes_(processes), reactors_(reactors), mounts_(std::move(mounts)),
       started_(std::chrono::steady_clock::now()) {
     if (mounts_.empty()) throw std::invalid_argument("metrics_table: no mount");
-    constexpr std::size_t align = alignof(std::max_align_t);
-    auto round = [](std::size_t n) { return (n + align - 1) / align * align; };
-    stride_ = round(sizeof(reactor_slot)) + mounts_.size() * round(sizeof(mount_counters));
-    const std::size_t pid_bytes = round(sizeof(std::atomic<int>) * processes_);
+    stride_ = round_up(sizeof(reactor_slot)) + mounts_.size() * round_up(sizeof(mount_counters));
+    const std::size_t pid_bytes = round_up(sizeof(std::atomic<int>) * processes_);
     size_ = pid_bytes + stride_ * processes_ * reactors_;
     // Shared and anonymous: inherited by every forked serving process.
     void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -97,7 +100,7 @@ metrics_table::metrics_table(unsigned processes, unsigned reactors, std::vector<
         char* s = slots + i * stride_;
         new (s) reactor_slot();
         for (std::size_t m = 0; m < mounts_.size(); ++m)
-            new (s + round(sizeof(reactor_slot)) + m * round(sizeof(mount_counters))) mount_counters();
+            new (s + round_up(sizeof(reactor_slot)) + m * round_up(sizeof(mount_counters))) mount_counters();
     }
     base_ = slots;  // pids_ keeps the head of the mapping
 }
@@ -109,10 +112,8 @@ reactor_slot& metrics_table::slot(unsigned process, unsigned reactor) const noex
 }
 
 mount_counters& metrics_table::mount(reactor_slot& s, std::size_t index) const noexcept {
-    constexpr std::size_t align = alignof(std::max_align_t);
-    auto round = [](std::size_t n) { return (n + align - 1) / align * align; };
-    return *reinterpret_cast<mount_counters*>(reinterpret_cast<char*>(&s) + round(sizeof(reactor_slot)) +
-                                              index * round(sizeof(mount_counters)));
+    return *reinterpret_cast<mount_counters*>(reinterpret_cast<char*>(&s) + round_up(sizeof(reactor_slot)) +
+                                              index * round_up(sizeof(mount_counters)));
 }
 
 std::size_t metrics_table::mount_index(std::string_view prefix) const noexcept {
@@ -126,6 +127,7 @@ void metrics_table::process_started(unsigned process, int pid) noexcept {
         auto& s = slot(process, r).stats;
         s.live_connections.store(0, std::memory_order_relaxed);
         s.in_flight.store(0, std::memory_order_relaxed);
+        s.executor_jobs.store(0, std::memory_order_relaxed);
     }
     pids_[process].store(pid, std::memory_order_release);
 }
@@ -136,6 +138,7 @@ void metrics_table::process_ended(unsigned process) noexcept {
         auto& s = slot(process, r).stats;
         s.live_connections.store(0, std::memory_order_relaxed);
         s.in_flight.store(0, std::memory_order_relaxed);
+        s.executor_jobs.store(0, std::memory_order_relaxed);
     }
 }
 
@@ -156,6 +159,7 @@ metrics_table::totals metrics_table::sum() const {
             if (alive) {
                 t.open += load(s.stats.live_connections);
                 t.in_flight += load(s.stats.in_flight);
+                t.executor_jobs += load(s.stats.executor_jobs);
             }
             t.accepted += load(s.stats.accepted);
             t.bytes_in += load(s.bytes_in);
@@ -211,6 +215,8 @@ std::string metrics_table::prometheus() const {
     };
     single("m0_connections_open", "gauge", "Client connections open now.", t.open);
     single("m0_requests_in_flight", "gauge", "Requests read whose response has not finished.", t.in_flight);
+    single("m0_executor_jobs", "gauge", "Jobs submitted to executors and not completed yet (queued or running).",
+           t.executor_jobs);
     single("m0_connections_accepted_total", "counter", "Client connections accepted.", t.accepted);
     single("m0_received_bytes_total", "counter", "Bytes read from client connections.", t.bytes_in);
     single("m0_sent_bytes_total", "counter", "Bytes written to client connections.", t.bytes_out);
@@ -228,6 +234,7 @@ std::string metrics_table::status_json() const {
                       ",\"reactor_threads\":" + std::to_string(reactors_) +
                       ",\"connections_open\":" + std::to_string(t.open) +
                       ",\"requests_in_flight\":" + std::to_string(t.in_flight) +
+                      ",\"executor_jobs\":" + std::to_string(t.executor_jobs) +
                       ",\"connections_accepted\":" + std::to_string(t.accepted) +
                       ",\"received_bytes\":" + std::to_string(t.bytes_in) +
                       ",\"sent_bytes\":" + std::to_string(t.bytes_out) + ",\"processes\":[";

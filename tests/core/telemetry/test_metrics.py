@@ -3,8 +3,10 @@ prometheus_client's parser) and /status.json, with counters that move with
 real requests; per mount and frontend; summed over the processes of
 server.workers by the supervisor."""
 import json
+import os
 import re
 import socket
+import sys
 import urllib.request
 
 import pytest
@@ -23,6 +25,12 @@ mounts:
 metrics:
   listen: 127.0.0.1:0
 """
+
+
+PLUGINS = os.path.join(m0test.BUILD_DIR, "lib", "m0", "plugins")
+APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
+needs_wsgi = pytest.mark.skipif(not os.path.exists(os.path.join(PLUGINS, "m0-frontend-wsgi.so")),
+                                reason="the frontend-wsgi plugin is not built")
 
 
 def metrics_port(server):
@@ -83,6 +91,7 @@ def test_counters_move_with_requests_by_mount_and_status_class(m0_server):
     assert value(after, "m0_received_bytes_total") > value(before, "m0_received_bytes_total")
     assert value(after, "m0_sent_bytes_total") >= 3 * len("fine") + 2 * len("Hello, World!")
     assert value(after, "m0_requests_in_flight") == 0
+    assert value(after, "m0_executor_jobs") == 0
     assert value(after, "m0_worker_processes") == 1
     assert value(after, "m0_reactor_threads") == 2
 
@@ -150,3 +159,23 @@ def test_a_busy_metrics_address_stops_m0(tmp_path):
                                "--set", f"metrics.listen=127.0.0.1:{busy}")
         assert result.returncode == 1
         assert f"127.0.0.1:{busy}" in result.stderr, result.stderr
+
+
+@needs_wsgi
+def test_executor_jobs_count_a_job_still_running(m0_server):
+    config = f"""
+frontend: {{type: wsgi, app: "log_apps:blocking_app", chdir: {APPS}}}
+executor: {{type: pool, pool: {{threads: 2}}}}
+metrics: {{listen: "127.0.0.1:0"}}
+"""
+    server = m0_server(config, env={"VIRTUAL_ENV": sys.prefix})
+    port = metrics_port(server)
+    assert value(samples(port), "m0_executor_jobs") == 0
+    with server.open_request("/wait") as waiting:
+        server.wait_until(lambda: value(samples(port), "m0_executor_jobs") == 1, what="one job in the metrics")
+        found = samples(port)
+        assert value(found, "m0_requests_in_flight") == 1
+        assert m0test.request(server.port, path="/release").status == 200
+        assert m0test.ResponseReader(waiting).read().status == 200
+    server.wait_until(lambda: value(samples(port), "m0_executor_jobs") == 0, what="no job in the metrics")
+    assert value(samples(port), "m0_requests_total", code="2xx", frontend="wsgi", mount="/") == 2
