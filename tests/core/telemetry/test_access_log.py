@@ -197,3 +197,21 @@ def test_a_bad_format_is_refused_at_its_node(tmp_path):
     result = m0test.run_m0("--config", str(path), "--check")
     assert result.returncode == 2
     assert re.search(r"m0\.yaml:\d+:\d+: log\.access: unknown atom '%\(zz\)s'", result.stderr), result.stderr
+
+
+def test_the_supervisor_passes_sigusr1_to_every_worker_process(tmp_path, m0_server):
+    log_file = tmp_path / "access.log"
+    rotated = tmp_path / "access.log.1"
+    server = m0_server(native_config(tmp_path, f"  access: true\n  access_file: {log_file}"), "--workers", "2")
+    assert get(server, "/hello?before").status == 200
+    server.wait_until(lambda: log_file.exists() and "/hello?before" in log_file.read_text(),
+                      what="the first line in the access log")
+    os.rename(log_file, rotated)
+    server.send_signal(signal.SIGUSR1)
+    server.wait_for_log(f"access log: reopened {log_file}", count=2)
+    for i in range(10):
+        assert get(server, f"/hello?after{i}").status == 200
+    server.wait_until(lambda: log_file.exists() and log_file.read_text().count("/hello?after") == 10,
+                      what="every later line in the new file")
+    assert "/hello?after" not in rotated.read_text()
+    assert server.proc.poll() is None
