@@ -10,7 +10,9 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -21,7 +23,28 @@ BROWSER_HEADERS = [
     ("Accept-Language", "en-US,en;q=0.5"),
 ]
 
-REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_DIR = os.path.dirname(BENCH_DIR)
+sys.path.insert(0, os.path.join(BENCH_DIR, "thread_cpu"))
+import thread_cpu  # noqa: E402
+
+# The peers' venv, made from Debian's Python with bench/requirements.txt.
+VENV = os.path.join(BENCH_DIR, ".venv")
+VENV_PYTHON = "/usr/bin/python3.11"
+
+
+def ensure_venv(tools):
+    """The bin directory of the bench venv, made (or brought up to
+    bench/requirements.txt) when one of `tools` is missing from it."""
+    bin_dir = os.path.join(VENV, "bin")
+    if all(os.path.exists(os.path.join(bin_dir, t)) for t in tools):
+        return bin_dir
+    if not os.path.exists(os.path.join(bin_dir, "pip")):
+        print(f"creating the bench venv in {VENV} ...", file=sys.stderr)
+        subprocess.run([VENV_PYTHON, "-m", "venv", VENV], check=True)
+    subprocess.run([os.path.join(bin_dir, "pip"), "install", "-q", "-r", os.path.join(BENCH_DIR, "requirements.txt")],
+                   check=True)
+    return bin_dir
 
 
 def free_port():
@@ -52,6 +75,40 @@ def http_get(port, path, timeout=1.0):
     return status, body
 
 
+def request_once(port, method="GET", path="/", body=b"", headers=(), timeout=1.0):
+    """(status, body) of one request on a fresh connection, the response read
+    by its Content-Length (uWSGI does not close on `Connection: close`), or
+    None if it fails."""
+    head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+    for name, value in headers:
+        head += f"{name}: {value}\r\n"
+    if body or method in ("POST", "PUT"):
+        head += f"Content-Length: {len(body)}\r\n"
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(head.encode() + b"\r\n" + body)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = s.recv(65536)
+                if not chunk:
+                    return None
+                data += chunk
+            head, _, got = data.partition(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                k, _, v = line.partition(b":")
+                if k.strip().lower() == b"content-length":
+                    length = int(v)
+            while len(got) < length:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+            return int(head.split(b" ", 2)[1]), got
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class Peer:
     """One server under test, in its own session and process group."""
 
@@ -63,7 +120,9 @@ class Peer:
         self.log_path = os.path.join(self.log_dir, f"{name}.log")
         self.proc = None
 
-    def start(self, ready_path="/", ready_timeout=20.0):
+    def start(self, ready_path="/", ready_timeout=30.0):
+        """Starts the server and waits until it answers GET ready_path;
+        returns that first (status, body)."""
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(["env", "--default-signal=INT,QUIT", *self.cmd], stdout=log,
                                      stderr=subprocess.STDOUT, env=self.env, cwd=self.cwd,
@@ -72,8 +131,9 @@ class Peer:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.log()}")
-            if http_get(self.port, ready_path, timeout=0.5) is not None:
-                return self
+            got = request_once(self.port, "GET", ready_path, timeout=0.5)
+            if got is not None:
+                return got
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"{self.name} not answering on port {self.port}:\n{self.log()}")
@@ -128,8 +188,9 @@ class WrkResult:
         self.server_cpu_us_per_request = None  # filled in by callers that measure it
 
 
-def run_wrk(url, connections, duration, threads=1, headers=BROWSER_HEADERS, timeout="5s"):
-    """Runs wrk once and returns a WrkResult (requests/s, socket errors, non-2xx)."""
+def run_wrk(url, connections, duration, threads=1, headers=BROWSER_HEADERS, timeout="5s", script=None):
+    """Runs wrk once and returns a WrkResult (requests/s, socket errors,
+    non-2xx); `script` is a wrk Lua file (a POST body, say)."""
     wrk = shutil.which("wrk")
     if wrk is None:
         raise RuntimeError("wrk not found (Debian package `wrk`)")
@@ -137,6 +198,8 @@ def run_wrk(url, connections, duration, threads=1, headers=BROWSER_HEADERS, time
     cmd = [wrk, f"-t{threads}", f"-c{connections}", f"-d{duration}", f"--timeout={timeout}"]
     for name, value in headers:
         cmd += ["-H", f"{name}: {value}"]
+    if script:
+        cmd += ["-s", script]
     out = subprocess.run(cmd + [url], capture_output=True, text=True, check=True).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
@@ -148,16 +211,58 @@ def run_wrk(url, connections, duration, threads=1, headers=BROWSER_HEADERS, time
     return WrkResult(rps, requests, errors, non_2xx, m.group(1) if m else "?", out)
 
 
-def run_wrk_measured(peer, url, connections, duration, threads=1, headers=BROWSER_HEADERS):
+def run_wrk_measured(peer, url, connections, duration, threads=1, headers=BROWSER_HEADERS, script=None):
     """run_wrk, plus the server's CPU time per request (µs) over the run: on a
     shared machine where wrk may be the bottleneck, this says which server
     does the same work for less."""
     before = peer.cpu_seconds()
-    r = run_wrk(url, connections, duration, threads, headers)
+    r = run_wrk(url, connections, duration, threads, headers, script=script)
     used = peer.cpu_seconds() - before
     if r.requests:
         r.server_cpu_us_per_request = used * 1e6 / r.requests
     return r
+
+
+def measure(peer, url, connections, duration, wrk_threads, script=None, thread_prefixes=()):
+    """One wrk run after a discarded 1 s warm-up, with the server's CPU µs per
+    request; r.thread_us[prefix] is that of the server's threads whose name
+    starts with prefix (m0 names its threads), for each of thread_prefixes."""
+    run_wrk(url, connections, "1s", wrk_threads, script=script)
+    before = thread_cpu.sample(peer.proc.pid) if thread_prefixes else {}
+    r = run_wrk_measured(peer, url, connections, duration, wrk_threads, script=script)
+    after = thread_cpu.sample(peer.proc.pid) if thread_prefixes else {}
+    r.thread_us = {p: thread_cpu.us_per_request(before, after, r.requests, p) for p in thread_prefixes}
+    if r.errors or r.non_2xx:
+        print(f"warning: {peer.name} c={connections}: {r.errors} socket errors, {r.non_2xx} non-2xx", file=sys.stderr)
+    return r
+
+
+def alternate(names, cases, rounds, run):
+    """{(case, name): [result of each round]}, run(case, name) giving one
+    result. For each case, `rounds` passes over every arm, the first arm
+    rotated from pass to pass, so that none always runs on a warmer (or a
+    busier) machine."""
+    results = {}
+    for ci, case in enumerate(cases):
+        for rnd in range(rounds):
+            shift = (rnd + ci) % len(names)
+            for name in names[shift:] + names[:shift]:
+                results.setdefault((case, name), []).append(run(case, name))
+    return results
+
+
+def summary(rs, base_rps, thread_prefixes=()):
+    """Table cells for one arm's rounds: median req/s, its ratio to
+    base_rps, every round, median CPU µs/req, and the median µs/req of each
+    of thread_prefixes (- where not measured); then the error count."""
+    rps = statistics.median(r.rps for r in rs)
+    cells = [f"{rps:,.0f}", f"{rps / base_rps:.2f}" if base_rps else "-",
+             "/".join(f"{r.rps / 1000:.1f}k" for r in rs),
+             f"{statistics.median(r.server_cpu_us_per_request for r in rs):.1f}"]
+    for p in thread_prefixes:
+        got = statistics.median(r.thread_us.get(p, 0.0) for r in rs)
+        cells.append(f"{got:.1f}" if got > 0 else "-")  # nan or no such thread
+    return cells + [sum(r.errors + r.non_2xx for r in rs)]
 
 
 def print_table(header, rows):

@@ -45,6 +45,16 @@ def sample(pid):
     return out
 
 
+def us_per_request(before, after, requests, prefix):
+    """CPU µs per request of the threads whose name starts with prefix,
+    between two samples."""
+    used = 0.0
+    for tid, (name, cpu) in after.items():
+        if name.startswith(prefix):
+            used += cpu - before.get(tid, (name, 0.0))[1]
+    return used * 1e6 / requests if requests else float("nan")
+
+
 def requests_from_wrk(text):
     m = re.search(r"(\d+) requests in", text)
     if not m:

@@ -179,7 +179,8 @@ void session::maybe_read() {
         watch_for_reset();
         return;
     }
-    if (upgraded_ && !stream_read_) return;
+    // A lingering close reads (and discards) whatever the stream's owner asked for.
+    if (upgraded_ && !stream_read_ && !lingering_) return;
     if (lingering_) {
         rbegin_ = rend_ = 0;
     } else if (!ensure_read_space(!active_ || body_open_ || upgraded_)) {

@@ -1,4 +1,3 @@
-#define PY_SSIZE_T_CLEAN  // Py_BuildValue with y# / s#
 #include "asgi_call.hpp"
 
 #include <fcntl.h>
@@ -12,6 +11,7 @@
 
 #include <m0/log.hpp>
 #include <m0/python/errors.hpp>
+#include <m0/python/ready_awaitable.hpp>
 
 #include "asgi_channel.hpp"
 #include "asgi_glue.hpp"
@@ -46,15 +46,65 @@ bool bytes_view(PyObject* o, std::string_view& out, const char* what) {
     return false;
 }
 
-bool set_item(PyObject* dict, const char* key, PyObject* owned) {
-    if (!owned) return false;
-    const int r = PyDict_SetItemString(dict, key, owned);
-    Py_DECREF(owned);
-    return r == 0;
+PyObject* interned(const char* s) { return PyUnicode_InternFromString(s); }
+
+// Interned names, made once (GIL held) and kept for the process.
+struct names_t {
+    PyObject* type = interned("type");
+    PyObject* status = interned("status");
+    PyObject* headers = interned("headers");
+    PyObject* body = interned("body");
+    PyObject* more_body = interned("more_body");
+    PyObject* create_task = interned("create_task");
+    PyObject* create_future = interned("create_future");
+    PyObject* add_done_callback = interned("add_done_callback");
+    PyObject* remove_done_callback = interned("remove_done_callback");
+    PyObject* done = interned("done");
+};
+
+const names_t& names() {
+    static const names_t n;
+    return n;
 }
 
-PyObject* address(const std::string& host, unsigned short port) {
-    return Py_BuildValue("(s#H)", host.data(), static_cast<Py_ssize_t>(host.size()), port);
+// message[key] (required: KeyError when missing) or message.get(key,
+// fallback) as a new reference; a dict is read without a method call.
+PyObject* field(PyObject* message, PyObject* key, PyObject* fallback) {
+    if (PyDict_CheckExact(message)) {
+        PyObject* v = PyDict_GetItemWithError(message, key);
+        if (v) {
+            Py_INCREF(v);
+            return v;
+        }
+        if (PyErr_Occurred()) return nullptr;
+        if (!fallback) {
+            PyErr_SetObject(PyExc_KeyError, key);
+            return nullptr;
+        }
+        Py_INCREF(fallback);
+        return fallback;
+    }
+    PyObject* v = PyObject_GetItem(message, key);
+    if (v || !fallback || !PyErr_ExceptionMatches(PyExc_KeyError)) return v;
+    PyErr_Clear();
+    Py_INCREF(fallback);
+    return fallback;
+}
+
+// The event loop of the calling loop thread (borrowed). A loop thread of
+// the asyncio executor runs one loop for its whole life, so it is looked up
+// once per thread: asyncio.get_running_loop() costs a getpid() each time.
+PyObject* running_loop() {
+    thread_local PyThreadState* seen_state = nullptr;
+    thread_local PyObject* loop = nullptr;
+    PyThreadState* state = PyThreadState_Get();
+    if (state == seen_state && loop) return loop;
+    python::py_ref asyncio(PyImport_ImportModule("asyncio"));
+    python::py_ref found(asyncio ? PyObject_CallMethod(asyncio.get(), "get_running_loop", nullptr) : nullptr);
+    if (!found) return nullptr;
+    seen_state = state;
+    loop = found.get();  // borrowed: its thread holds it while it runs
+    return loop;
 }
 
 }  // namespace
@@ -75,63 +125,99 @@ asgi_call::asgi_call(application& app, executor_lane& lane, http::exchange_ptr e
 
 asgi_call::~asgi_call() = default;
 
-PyObject* asgi_call::build_scope() const {
-    const http::request& req = *req_;
-    python::py_ref scope(PyDict_New());
-    if (!scope) return nullptr;
-    PyObject* d = scope.get();
-    python::py_ref headers(PyList_New(static_cast<Py_ssize_t>(req.headers.size())));
-    if (!headers) return nullptr;
-    for (std::size_t i = 0; i < req.headers.size(); ++i) {
-        std::string name(req.headers[i].name);
-        for (char& c : name)
-            if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-        PyObject* pair = Py_BuildValue("(y#y#)", name.data(), static_cast<Py_ssize_t>(name.size()),
-                                       req.headers[i].value.data(),
-                                       static_cast<Py_ssize_t>(req.headers[i].value.size()));
-        if (!pair) return nullptr;
-        PyList_SET_ITEM(headers.get(), static_cast<Py_ssize_t>(i), pair);
-    }
-    const bool ok =
-        set_item(d, "type", PyUnicode_FromString("http")) &&
-        set_item(d, "asgi", Py_BuildValue("{s:s,s:s}", "version", "3.0", "spec_version", "2.3")) &&
-        set_item(d, "http_version", PyUnicode_FromString(req.version == 10 ? "1.0" : "1.1")) &&
-        set_item(d, "method", PyUnicode_FromStringAndSize(req.method.data(), static_cast<Py_ssize_t>(req.method.size()))) &&
-        set_item(d, "scheme", PyUnicode_FromString("http")) &&
-        set_item(d, "path", PyUnicode_DecodeUTF8(facts_.path.data(), static_cast<Py_ssize_t>(facts_.path.size()), "replace")) &&
-        set_item(d, "raw_path", PyBytes_FromStringAndSize(req.path.data(), static_cast<Py_ssize_t>(req.path.size()))) &&
-        set_item(d, "query_string", PyBytes_FromStringAndSize(req.query.data(), static_cast<Py_ssize_t>(req.query.size()))) &&
-        // The mount's prefix (script_name); `path` keeps it, as the spec asks.
-        set_item(d, "root_path", PyUnicode_DecodeUTF8(req.script_name.data(), static_cast<Py_ssize_t>(req.script_name.size()), "replace")) &&
-        set_item(d, "headers", headers.release()) &&
-        set_item(d, "client", address(facts_.client_host, facts_.client_port)) &&
-        set_item(d, "server", address(facts_.server_host, facts_.server_port)) &&
-        set_item(d, "extensions", Py_BuildValue("{s:{}}", "http.response.pathsend"));
-    return ok ? scope.release() : nullptr;
+// Borrowed: the lifespan state of this app on the running loop, or null.
+PyObject* asgi_call::state() const {
+    PyObject* loop = running_loop();
+    if (!loop) return nullptr;
+    python::py_ref key(PyTuple_Pack(2, loop, app_.id.get()));
+    if (!key) return nullptr;
+    return PyDict_GetItemWithError(glue("_states"), key.get());
 }
 
 void asgi_call::run(completion_port& port) noexcept {
     port_ = &port;
-    python::py_ref scope(build_scope());
-    python::py_ref channel(new_channel(this));
-    python::py_ref started;
-    if (scope && channel)
-        started = python::py_ref(
-            PyObject_CallFunctionObjArgs(glue("spawn"), app_.callable.get(), scope.get(), channel.get(), nullptr));
-    if (!started) {
+    const names_t& n = names();
+    PyObject* loop = running_loop();
+    PyObject* state = loop ? this->state() : nullptr;
+    python::py_ref scope, channel, coro, task, on_done, added;
+    if (loop && !PyErr_Occurred())
+        scope = python::py_ref(app_.scope.build(*req_, facts_.decoded ? std::string_view(facts_.path) : req_->path, state));
+    if (scope) channel = python::py_ref(new_channel(this));
+    if (channel) {
+        PyObject* args[] = {app_.callable.get(), scope.get(), channel.get()};
+        coro = python::py_ref(PyObject_Vectorcall(glue("_serve"), args, 3, nullptr));
+    }
+    if (coro) task = python::py_ref(PyObject_CallMethodOneArg(loop, n.create_task, coro.get()));
+    if (task) on_done = python::py_ref(PyObject_GetAttr(channel.get(), n.done));
+    if (on_done) added = python::py_ref(PyObject_CallMethodOneArg(task.get(), n.add_done_callback, on_done.get()));
+    if (!added) {
         python::log_exception("asgi: " + app_.config.app + ": cannot start the request");
         if (channel) detach_channel(channel.get());
+        if (task) python::py_ref(PyObject_CallMethod(task.get(), "cancel", nullptr));
+        PyErr_Clear();
         post_error_response();
         flow_->alive = false;
         port.finish();
         return;
     }
     channel_ = channel.release();  // until the Task's done callback
+    task_ = task.release();
+    on_done_ = on_done.release();
 }
 
 void asgi_call::complete(bool cancelled) noexcept {
     // Cancelled: the executor stopped before the app saw the request.
     if (cancelled) ex_->respond(503, error_headers, "Service Unavailable\n");
+}
+
+PyObject* asgi_call::send_message(PyObject* channel, PyObject* message) {
+    const names_t& n = names();
+    python::py_ref kind(field(message, n.type, nullptr));
+    if (!kind) return nullptr;
+    Py_ssize_t size = 0;
+    const char* chars = PyUnicode_Check(kind.get()) ? PyUnicode_AsUTF8AndSize(kind.get(), &size) : nullptr;
+    if (!chars) PyErr_Clear();  // not a str: _send_other says what is wrong
+    const std::string_view k(chars ? chars : "", static_cast<std::size_t>(size));
+    if (k == "http.response.start") {
+        if (start_seen_) {
+            PyErr_SetString(PyExc_RuntimeError, "http.response.start sent twice");
+            return nullptr;
+        }
+        python::py_ref status(field(message, n.status, nullptr));
+        static PyObject* const no_headers = PyTuple_New(0);
+        python::py_ref headers(status ? field(message, n.headers, no_headers) : nullptr);
+        if (!headers || !start(status.get(), headers.get())) return nullptr;
+        return python::ready_none();
+    }
+    if (k == "http.response.body") {
+        if (!start_seen_) {
+            PyErr_SetString(PyExc_RuntimeError, "http.response.body sent before http.response.start");
+            return nullptr;
+        }
+        if (ended_) {
+            PyErr_SetString(PyExc_RuntimeError, "http.response.body sent after the response was complete");
+            return nullptr;
+        }
+        if (flow_->gone) {
+            PyErr_SetString(PyExc_OSError, "the client disconnected");
+            return nullptr;
+        }
+        python::py_ref more(field(message, n.more_body, Py_False));
+        const int more_flag = more ? PyObject_IsTrue(more.get()) : -1;
+        if (more_flag < 0) return nullptr;
+        static PyObject* const empty = PyBytes_FromStringAndSize(nullptr, 0);
+        python::py_ref data(field(message, n.body, empty));
+        if (!data) return nullptr;
+        const int wait = send(data.get(), more_flag != 0);
+        if (wait < 0) return nullptr;
+        if (wait == 0) return python::ready_none();
+        PyObject* loop = running_loop();
+        python::py_ref fut(loop ? PyObject_CallMethodNoArgs(loop, n.create_future) : nullptr);
+        if (!fut) return nullptr;
+        wait_room(fut.get());
+        return fut.release();
+    }
+    return PyObject_CallFunctionObjArgs(glue("_send_other"), channel, message, nullptr);
 }
 
 PyObject* asgi_call::body() const {
@@ -312,6 +398,17 @@ void asgi_call::fail(PyObject* message) {
     flow_->release_disconnect();
 }
 
+void asgi_call::on_serve_end() noexcept {
+    // The coroutine's last step: the Task is as good as done. Its done
+    // callback (there for a Task cancelled before it ever ran) would cost a
+    // loop round per request; it goes, and the job finishes now.
+    if (task_ && on_done_) {
+        python::py_ref removed(PyObject_CallMethodOneArg(task_, names().remove_done_callback, on_done_));
+        if (!removed) PyErr_Clear();  // then the callback runs, finds the channel detached and does nothing
+    }
+    on_task_done(task_);
+}
+
 void asgi_call::on_task_done(PyObject* task) noexcept {
     // Cancelled at a hard stop, or an exception escaped the glue itself.
     if (!ended_) {
@@ -328,6 +425,8 @@ void asgi_call::on_task_done(PyObject* task) noexcept {
     PyObject* channel = std::exchange(channel_, nullptr);
     detach_channel(channel);
     Py_XDECREF(channel);
+    Py_CLEAR(task_);
+    Py_CLEAR(on_done_);
     completion_port* port = std::exchange(port_, nullptr);
     port->finish();  // the reactor may delete this job from now on
 }

@@ -1,7 +1,8 @@
 #pragma once
 // One ASGI request as an executor job that finishes later: run() (on the
 // loop thread, GIL held) builds the scope and starts the app as a Task; the
-// Task's done callback finishes the job. Everything the reactor must do
+// coroutine's last step finishes the job (the Task's done callback does, for
+// a Task cancelled before it ran). Everything the reactor must do
 // (begin, write, end, abort) is posted to it.
 #include <Python.h>
 
@@ -16,6 +17,7 @@
 #include <m0/http.hpp>
 #include <m0/python/ref.hpp>
 
+#include "asgi_scope.hpp"
 #include "asgi_settings.hpp"
 
 namespace m0::asgi {
@@ -24,13 +26,14 @@ namespace m0::asgi {
 struct application {
     settings config;
     python::py_ref callable;
+    python::py_ref id;  // id(callable): with the loop, the key of its lifespan state
+    scope_builder scope;
 };
 
 // Computed on the reactor, so the loop thread parses nothing.
 struct request_facts {
-    std::string path;  // percent-decoded
-    std::string client_host, server_host;
-    unsigned short client_port = 0, server_port = 0;
+    std::string path;      // percent-decoded, when it differs from the raw path
+    bool decoded = false;  // path holds it (else the raw path is the decoded one)
 };
 
 // Flow control and disconnect state shared by a call and the reactor
@@ -63,6 +66,8 @@ public:
 
     // The channel's methods (asgi_channel.cpp), loop thread, GIL held. On a
     // Python error they return null / -1 with the exception set.
+    // send(message): a new reference to what the app awaits.
+    PyObject* send_message(PyObject* channel, PyObject* message);
     PyObject* body() const;
     bool start(PyObject* status, PyObject* headers);
     int send(PyObject* data, bool more);  // 1: wait for room
@@ -70,12 +75,17 @@ public:
     void wait_room(PyObject* future);
     bool wait_disconnect(PyObject* future);
     bool gone() const noexcept { return flow_->gone; }
+    bool started() const noexcept { return start_seen_; }
+    bool ended() const noexcept { return ended_; }
     void fail(PyObject* message);
     // The Task is done: finish the job. `this` may be gone afterwards.
     void on_task_done(PyObject* task) noexcept;
+    // The app's coroutine ends (its Task is done once it returns): the
+    // same, without waiting for the done callback.
+    void on_serve_end() noexcept;
 
 private:
-    PyObject* build_scope() const;
+    PyObject* state() const;
     void post_error_response();
     void post_abort();
     void post_write(std::string data);
@@ -87,6 +97,8 @@ private:
     request_facts facts_;
     completion_port* port_ = nullptr;
     PyObject* channel_ = nullptr;  // strong ref until the Task is done
+    PyObject* task_ = nullptr;     // strong ref until it is done (the loop keeps only weak ones)
+    PyObject* on_done_ = nullptr;  // its done callback (strong ref)
     std::shared_ptr<flow> flow_ = std::make_shared<flow>();
 
     unsigned status_ = 0;

@@ -1,5 +1,7 @@
 #include "asgi_channel.hpp"
 
+#include <cstddef>
+
 #include <m0/python/static_type.hpp>
 
 #include "asgi_call.hpp"
@@ -11,6 +13,7 @@ namespace {
 struct channel_object {
     PyObject_HEAD
     asgi_call* call;
+    vectorcallfunc vectorcall;  // ch_call: calling the channel is send()
 };
 
 asgi_call* call_of(PyObject* self) {
@@ -24,35 +27,9 @@ PyObject* ch_body(PyObject* self, PyObject*) {
     return c ? c->body() : nullptr;
 }
 
-PyObject* ch_start(PyObject* self, PyObject* args) {
-    PyObject *status, *headers;
-    if (!PyArg_ParseTuple(args, "OO", &status, &headers)) return nullptr;
-    asgi_call* c = call_of(self);
-    if (!c || !c->start(status, headers)) return nullptr;
-    Py_RETURN_NONE;
-}
-
-PyObject* ch_send(PyObject* self, PyObject* args) {
-    PyObject* data;
-    int more;
-    if (!PyArg_ParseTuple(args, "Op", &data, &more)) return nullptr;
-    asgi_call* c = call_of(self);
-    if (!c) return nullptr;
-    const int wait = c->send(data, more != 0);
-    if (wait < 0) return nullptr;
-    return PyBool_FromLong(wait);
-}
-
 PyObject* ch_pathsend(PyObject* self, PyObject* path) {
     asgi_call* c = call_of(self);
     if (!c || !c->pathsend(path)) return nullptr;
-    Py_RETURN_NONE;
-}
-
-PyObject* ch_wait_room(PyObject* self, PyObject* future) {
-    asgi_call* c = call_of(self);
-    if (!c) return nullptr;
-    c->wait_room(future);
     Py_RETURN_NONE;
 }
 
@@ -73,23 +50,50 @@ PyObject* ch_done(PyObject* self, PyObject* task) {
     Py_RETURN_NONE;
 }
 
+PyObject* ch_end(PyObject* self, PyObject*) {
+    asgi_call* c = reinterpret_cast<channel_object*>(self)->call;
+    if (c) c->on_serve_end();  // detaches the channel
+    Py_RETURN_NONE;
+}
+
 PyObject* ch_gone(PyObject* self, void*) {
     asgi_call* c = reinterpret_cast<channel_object*>(self)->call;
     return PyBool_FromLong(!c || c->gone());
 }
 
+PyObject* ch_started(PyObject* self, void*) {
+    asgi_call* c = reinterpret_cast<channel_object*>(self)->call;
+    return PyBool_FromLong(c && c->started());
+}
+
+// A call that is over has nothing more to send.
+PyObject* ch_ended(PyObject* self, void*) {
+    asgi_call* c = reinterpret_cast<channel_object*>(self)->call;
+    return PyBool_FromLong(!c || c->ended());
+}
+
+// The channel is the app's send(): one positional argument, the message.
+PyObject* ch_call(PyObject* self, PyObject* const* args, std::size_t nargsf, PyObject* kwnames) {
+    if (PyVectorcall_NARGS(nargsf) != 1 || (kwnames && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "send() takes one argument, the message");
+        return nullptr;
+    }
+    asgi_call* c = call_of(self);
+    return c ? c->send_message(self, args[0]) : nullptr;
+}
+
 PyMethodDef methods[] = {
     {"body", ch_body, METH_NOARGS, "the request body"},
-    {"start", ch_start, METH_VARARGS, "http.response.start"},
-    {"send", ch_send, METH_VARARGS, "http.response.body; True: await wait_room"},
     {"pathsend", ch_pathsend, METH_O, "http.response.pathsend: the whole file, with sendfile"},
-    {"wait_room", ch_wait_room, METH_O, "resolve the future when the output has room"},
     {"wait_disconnect", ch_wait_disconnect, METH_O, "False: already disconnected; else resolves the future"},
     {"fail", ch_fail, METH_O, "log the message (if any); 500 before the start, abort after"},
     {"done", ch_done, METH_O, "the Task's done callback"},
+    {"end", ch_end, METH_NOARGS, "the coroutine's last step: finish now, drop the done callback"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyGetSetDef getset[] = {{"gone", ch_gone, nullptr, "the client went away", nullptr},
+                        {"started", ch_started, nullptr, "http.response.start was taken", nullptr},
+                        {"ended", ch_ended, nullptr, "the response is complete (or failed)", nullptr},
                         {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyTypeObject channel_type = python::blank_type("m0.asgi_channel", sizeof(channel_object));
@@ -101,12 +105,18 @@ bool init_channel_type() {
     channel_type.tp_methods = methods;
     channel_type.tp_getset = getset;
     channel_type.tp_dealloc = [](PyObject* self) { PyObject_Free(self); };
+    channel_type.tp_call = PyVectorcall_Call;
+    channel_type.tp_vectorcall_offset = offsetof(channel_object, vectorcall);
+    channel_type.tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
     return PyType_Ready(&channel_type) == 0;
 }
 
 PyObject* new_channel(asgi_call* call) {
     auto* ch = PyObject_New(channel_object, &channel_type);
-    if (ch) ch->call = call;
+    if (ch) {
+        ch->call = call;
+        ch->vectorcall = ch_call;
+    }
     return reinterpret_cast<PyObject*>(ch);
 }
 

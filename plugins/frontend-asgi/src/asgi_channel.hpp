@@ -1,6 +1,7 @@
 #pragma once
 // The C object the Python glue talks to for one request: a thin handle on
 // an asgi_call, cut loose (and then refusing use) once the call finished.
+// Calling it is the app's send(message).
 #include <Python.h>
 
 namespace m0::asgi {

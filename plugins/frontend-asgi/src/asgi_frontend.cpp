@@ -59,12 +59,19 @@ asgi_frontend::asgi_frontend(plugin_context& ctx) {
         throw std::runtime_error("asgi: cannot set up the ASGI glue");
     }
     app_.callable = python::import_callable(app_.config.app);
+    app_.id = python::py_ref(PyLong_FromVoidPtr(app_.callable.get()));
+    if (!app_.id || !app_.scope.init()) {
+        python::log_exception("asgi: cannot set up the ASGI scope");
+        throw std::runtime_error("asgi: cannot set up the ASGI scope");
+    }
     handlers_.resize(ctx.reactor_count ? ctx.reactor_count : 1);
 }
 
 asgi_frontend::~asgi_frontend() {
     python::gil_scope gil;
     lifespans_.clear();
+    app_.scope.clear();
+    app_.id = python::py_ref();
     app_.callable = python::py_ref();
 }
 

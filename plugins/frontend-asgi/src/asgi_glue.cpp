@@ -12,13 +12,11 @@ constexpr const char* glue_source = R"PY(
 import asyncio
 import traceback
 
-_tasks = set()
+# Lifespan state per (loop, id(app)): several ASGI mounts may share a loop.
 _states = {}
 
 
 async def _serve(app, scope, ch):
-    started = False
-    ended = False
     body_taken = False
 
     async def receive():
@@ -33,60 +31,34 @@ async def _serve(app, scope, ch):
             await fut
         return {"type": "http.disconnect"}
 
-    async def send(message):
-        nonlocal started, ended
-        kind = message["type"]
-        if kind == "http.response.start":
-            if started:
-                raise RuntimeError("http.response.start sent twice")
-            ch.start(message["status"], message.get("headers", ()))
-            started = True
-        elif kind == "http.response.body":
-            if not started:
-                raise RuntimeError("http.response.body sent before http.response.start")
-            if ended:
-                raise RuntimeError("http.response.body sent after the response was complete")
-            if ch.gone:
-                raise OSError("the client disconnected")
-            more = bool(message.get("more_body", False))
-            ended = not more
-            if ch.send(message.get("body", b""), more):
-                fut = asyncio.get_running_loop().create_future()
-                ch.wait_room(fut)
-                await fut
-        elif kind == "http.response.pathsend":
-            if not started:
-                raise RuntimeError("http.response.pathsend sent before http.response.start")
-            if ended:
-                raise RuntimeError("http.response.pathsend sent after the response body")
-            ch.pathsend(message["path"])
-            ended = True
-        else:
-            raise RuntimeError(f"unexpected ASGI message type {kind!r} on an http scope")
-
+    # The channel is send(): it takes http.response.start and
+    # http.response.body itself and leaves the other types to _send_other.
     try:
-        await app(scope, receive, send)
+        await app(scope, receive, ch)
     except asyncio.CancelledError:
         ch.fail(None)
         raise
     except BaseException:
         ch.fail(None if ch.gone else traceback.format_exc())
     else:
-        if not started:
+        if not ch.started:
             ch.fail("the application returned without sending http.response.start")
-        elif not ended:
+        elif not ch.ended:
             ch.fail("the application returned before the response body was complete")
+    finally:
+        ch.end()
 
 
-def spawn(app, scope, ch):
-    loop = asyncio.get_running_loop()
-    # Keyed by app too: several ASGI mounts may share one loop.
-    state = _states.get((loop, id(app)))
-    scope["state"] = dict(state) if state is not None else {}
-    task = loop.create_task(_serve(app, scope, ch))
-    _tasks.add(task)
-    task.add_done_callback(_tasks.discard)
-    task.add_done_callback(ch.done)
+async def _send_other(ch, message):
+    kind = message["type"]
+    if kind == "http.response.pathsend":
+        if not ch.started:
+            raise RuntimeError("http.response.pathsend sent before http.response.start")
+        if ch.ended:
+            raise RuntimeError("http.response.pathsend sent after the response body")
+        ch.pathsend(message["path"])
+    else:
+        raise RuntimeError(f"unexpected ASGI message type {kind!r} on an http scope")
 
 
 def _settle(fut, value):

@@ -1,13 +1,14 @@
 #pragma once
-// The Python half of the ASGI frontend: receive()/send() around the C
-// channel, the Task that runs the app, and the lifespan protocol. GIL held.
+// The Python half of the ASGI frontend: receive() and the rarer send()
+// messages around the C channel, the coroutine that runs the app in its
+// Task, and the lifespan protocol. GIL held.
 #include <Python.h>
 
 namespace m0::asgi {
 
 // Compiles the helpers once per process; false with a Python exception set.
 bool init_glue();
-// Borrowed reference to a helper by name ("spawn", "Lifespan").
+// Borrowed reference to a helper by name ("_serve", "Lifespan").
 PyObject* glue(const char* name);
 void clear_glue();
 

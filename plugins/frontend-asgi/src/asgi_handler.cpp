@@ -19,17 +19,17 @@ void asgi_handler::on_request(http::exchange_ptr ex) {
                     "WebSocket is not supported on ASGI applications yet\n");
         return;
     }
-    auto decoded = http::percent_decode(req.path);
-    if (!decoded) {
-        ex->respond(400, {{"Content-Type", "text/plain; charset=utf-8"}}, "Bad Request\n");
-        return;
-    }
     request_facts facts;
-    facts.path = std::move(*decoded);
-    facts.client_host = req.remote.address().to_string();
-    facts.client_port = req.remote.port();
-    facts.server_host = req.local.address().to_string();
-    facts.server_port = req.local.port();
+    // Most paths have nothing to decode: the loop thread reads the raw one.
+    if (req.path.find('%') != std::string_view::npos) {
+        auto decoded = http::percent_decode(req.path);
+        if (!decoded) {
+            ex->respond(400, {{"Content-Type", "text/plain; charset=utf-8"}}, "Bad Request\n");
+            return;
+        }
+        facts.path = std::move(*decoded);
+        facts.decoded = true;
+    }
     lane_.submit(std::make_unique<asgi_call>(app_, lane_, std::move(ex), std::move(facts)));
 }
 

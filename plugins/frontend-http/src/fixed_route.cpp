@@ -7,6 +7,8 @@
 
 #include <m0/static_files/ascii.hpp>
 
+#include "websocket_echo.hpp"
+
 namespace m0::frontend_http {
 
 fixed_route::fixed_route(route_config config) : config_(std::move(config)) {
@@ -29,6 +31,10 @@ bool fixed_route::allows(std::string_view method) const noexcept {
 }
 
 void fixed_route::answer(const http::exchange_ptr& ex) const {
+    if (config_.websocket) {
+        serve_websocket_echo(ex, *config_.websocket);
+        return;
+    }
     if (config_.delay.count() == 0) {
         respond_now(*ex);
         return;

@@ -1,6 +1,7 @@
 #pragma once
 // A route from `frontend.routes`: a response fixed at start-up (or the
-// request's own body, for `echo`), optionally after a delay.
+// request's own body, for `echo`), optionally after a delay; or a WebSocket
+// echo endpoint (`websocket: echo`).
 #include <string>
 #include <string_view>
 

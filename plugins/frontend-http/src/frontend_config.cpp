@@ -8,6 +8,7 @@
 
 #include <m0/config.hpp>
 #include <m0/static_files/ascii.hpp>
+#include <m0/websocket/options_config.hpp>
 
 namespace m0::frontend_http {
 namespace {
@@ -47,9 +48,22 @@ std::vector<std::string> parse_methods(const config_node& route) {
     return methods;
 }
 
+// `websocket: echo`, or a map with `handler: echo` and the WebSocket keys.
+websocket::websocket_options parse_websocket_route(const config_node& route) {
+    auto node = route.child("websocket");
+    constexpr std::string_view hint = "expected `echo`, or a map such as {handler: echo, max_message_size: 16m}";
+    if (node.is_scalar()) {
+        if (route.string("websocket", "") != "echo") route.fail("websocket", std::string(hint));
+        return websocket::websocket_options{};
+    }
+    if (!node.is_map()) route.fail("websocket", std::string(hint));
+    if (node.string("handler", "") != "echo") node.fail("handler", "expected `echo` (the one native WebSocket handler)");
+    return websocket::parse_websocket_options(node, {"handler"});
+}
+
 route_config parse_route(const config_node& node) {
     if (!node.is_map()) node.fail("", "expected a route map, e.g. {path: /hello, body: \"Hello, World!\"}");
-    node.allow_keys({"path", "method", "status", "headers", "body", "echo", "delay"});
+    node.allow_keys({"path", "method", "status", "headers", "body", "echo", "delay", "websocket"});
     route_config r;
     auto path = node.optional_string("path");
     if (!path) node.fail("path", "a route needs a `path`, e.g. /hello");
@@ -62,6 +76,14 @@ route_config parse_route(const config_node& node) {
         node.fail("path", "expected an exact path, or a prefix ending with a single '*' (no query, no spaces)");
     r.path = std::move(*path);
     r.methods = parse_methods(node);
+    if (node.has("websocket")) {
+        for (std::string_view other : {"status", "headers", "body", "echo", "delay"})
+            if (node.has(other))
+                node.fail(std::string(other), "a `websocket` route answers with the WebSocket protocol; `" +
+                                                  std::string(other) + "` does not apply");
+        r.websocket = parse_websocket_route(node);
+        return r;
+    }
     r.status = static_cast<unsigned>(node.integer("status", 200, 200, 599));
     r.headers = parse_headers(node);
     r.echo = node.boolean("echo", false);

@@ -2,11 +2,13 @@
 // The `frontend:` section of an http frontend, as validated plain data. The
 // runtime (router, fixed_route, static mounts) never sees YAML.
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <m0/http.hpp>
 #include <m0/static_files/static_config.hpp>
+#include <m0/websocket/accept.hpp>
 
 namespace m0 {
 class config_node;
@@ -23,6 +25,8 @@ struct route_config {
     std::string body;
     bool echo = false;                 // answer with the request body
     std::chrono::nanoseconds delay{0}; // answer after this long (a reactor timer)
+    // `websocket: echo`: a WebSocket endpoint echoing every message.
+    std::optional<websocket::websocket_options> websocket;
 };
 
 struct frontend_config {

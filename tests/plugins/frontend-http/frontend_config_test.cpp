@@ -127,4 +127,39 @@ BOOST_AUTO_TEST_CASE(errors_name_the_key_and_the_location) {
     BOOST_TEST(contains(e, "indx"));
 }
 
+BOOST_AUTO_TEST_CASE(websocket_route_defaults_and_keys) {
+    auto cfg = parse("frontend:\n  type: http\n  routes:\n    - {path: /ws, websocket: echo}\n");
+    BOOST_TEST_REQUIRE(cfg.routes[0].websocket.has_value());
+    const auto& d = *cfg.routes[0].websocket;
+    BOOST_TEST(d.session.max_message_size == 1024u * 1024u);
+    BOOST_TEST(d.handshake.deflate.enabled);
+    BOOST_TEST(d.handshake.deflate.server_no_context_takeover);
+    cfg = parse(
+        "frontend:\n  type: http\n  routes:\n    - path: /ws\n      websocket:\n        handler: echo\n"
+        "        max_message_size: 16m\n        ping_interval: 0s\n        idle_timeout: 30s\n"
+        "        subprotocols: [chat]\n        permessage_deflate: {client_max_window_bits: 10, level: 6}\n");
+    const auto& w = *cfg.routes[0].websocket;
+    BOOST_TEST(w.session.max_message_size == 16u * 1024u * 1024u);
+    BOOST_TEST(w.session.ping_interval.count() == 0);
+    BOOST_TEST(std::chrono::duration_cast<std::chrono::seconds>(w.session.idle_timeout).count() == 30);
+    BOOST_TEST(w.handshake.subprotocols.at(0) == "chat");
+    BOOST_TEST(w.handshake.deflate.client_max_window_bits == 10);
+    BOOST_TEST(w.handshake.deflate.level == 6);
+    cfg = parse("frontend:\n  type: http\n  routes:\n    - path: /ws\n      websocket: {handler: echo, permessage_deflate: false}\n");
+    BOOST_TEST(!cfg.routes[0].websocket->handshake.deflate.enabled);
+}
+
+BOOST_AUTO_TEST_CASE(websocket_route_errors) {
+    const std::string head = "frontend:\n  type: http\n  routes:\n    - ";
+    BOOST_TEST(contains(error_of(head + "{path: /ws, websocket: chat}\n"), "expected `echo`"));
+    BOOST_TEST(contains(error_of(head + "{path: /ws, websocket: echo, body: hi}\n"), "`body` does not apply"));
+    BOOST_TEST(contains(error_of(head + "{path: /ws, websocket: {handler: echo, max_mesage_size: 1k}}\n"),
+                        "max_message_size"));
+    BOOST_TEST(contains(error_of(head + "{path: /ws, websocket: {handler: echo, permessage_deflate: {server_max_window_bits: 8}}}\n"),
+                        "server_max_window_bits"));
+    BOOST_TEST(contains(error_of(head + "{path: /ws, websocket: {handler: echo, subprotocols: [\"a b\"]}}\n"),
+                        "not a valid subprotocol"));
+    BOOST_TEST(contains(error_of(head + "{path: /ws, websocket: {handler: echo, ping_timeout: 0s}}\n"), "ping_timeout"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,151 @@
+#include "asgi_scope.hpp"
+
+#include <string>
+
+namespace m0::asgi {
+
+namespace {
+
+bool intern(python::py_ref& out, const char* s) {
+    out = python::py_ref(PyUnicode_InternFromString(s));
+    return static_cast<bool>(out);
+}
+
+// dict[key] = owned, consuming `owned` (null: an error is already set). A
+// key the dict already holds (from the template) never resizes it.
+bool put(PyObject* dict, const python::py_ref& key, PyObject* owned) {
+    if (!owned) return false;
+    const int r = PyDict_SetItem(dict, key.get(), owned);
+    Py_DECREF(owned);
+    return r == 0;
+}
+
+PyObject* utf8(std::string_view s) {
+    return PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
+}
+
+PyObject* bytes(std::string_view s) { return PyBytes_FromStringAndSize(s.data(), static_cast<Py_ssize_t>(s.size())); }
+
+// A header name as ASGI wants it: lower-cased bytes, written in place.
+PyObject* lower_bytes(std::string_view s) {
+    PyObject* b = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(s.size()));
+    if (!b) return nullptr;
+    char* out = PyBytes_AS_STRING(b);
+    for (char c : s) *out++ = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+    return b;
+}
+
+PyObject* headers_list(const std::vector<http::header_field>& fields) {
+    PyObject* list = PyList_New(static_cast<Py_ssize_t>(fields.size()));
+    if (!list) return nullptr;
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        PyObject* pair = PyTuple_New(2);
+        if (!pair) {
+            Py_DECREF(list);
+            return nullptr;
+        }
+        PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), pair);
+        PyObject* name = lower_bytes(fields[i].name);
+        if (name) PyTuple_SET_ITEM(pair, 0, name);
+        PyObject* value = name ? bytes(fields[i].value) : nullptr;
+        if (!value) {
+            Py_DECREF(list);
+            return nullptr;
+        }
+        PyTuple_SET_ITEM(pair, 1, value);
+    }
+    return list;
+}
+
+}  // namespace
+
+bool scope_builder::init() {
+    if (template_) return true;
+    python::py_ref k_type, k_scheme, k_version, k_spec_version, v_http;
+    if (!intern(k_type, "type") || !intern(k_asgi_, "asgi") || !intern(k_http_version_, "http_version") ||
+        !intern(k_method_, "method") || !intern(k_scheme, "scheme") || !intern(k_path_, "path") ||
+        !intern(k_raw_path_, "raw_path") || !intern(k_query_string_, "query_string") ||
+        !intern(k_root_path_, "root_path") || !intern(k_headers_, "headers") || !intern(k_client_, "client") ||
+        !intern(k_server_, "server") || !intern(k_extensions_, "extensions") || !intern(k_state_, "state") ||
+        !intern(k_version, "version") || !intern(k_spec_version, "spec_version") || !intern(v_http, "http") ||
+        !intern(v_http10_, "1.0") || !intern(v_http11_, "1.1") || !intern(v_get_, "GET") || !intern(v_post_, "POST"))
+        return false;
+    // The nested dicts are copied per request: an application may change
+    // its scope, and no change may reach the next request.
+    asgi_ = python::py_ref(PyDict_New());
+    python::py_ref v3(PyUnicode_FromString("3.0")), v23(PyUnicode_FromString("2.3"));
+    if (!asgi_ || !v3 || !v23 || !intern(k_pathsend_, "http.response.pathsend") ||
+        PyDict_SetItem(asgi_.get(), k_version.get(), v3.get()) ||
+        PyDict_SetItem(asgi_.get(), k_spec_version.get(), v23.get()))
+        return false;
+    python::py_ref t(PyDict_New());
+    if (!t) return false;
+    // Every key, in the order the scope had when it was built key by key.
+    const python::py_ref* keys[] = {&k_type,        &k_asgi_,      &k_http_version_, &k_method_,
+                                    &k_scheme,      &k_path_,      &k_raw_path_,     &k_query_string_,
+                                    &k_root_path_,  &k_headers_,   &k_client_,       &k_server_,
+                                    &k_extensions_, &k_state_};
+    for (const auto* k : keys)
+        if (PyDict_SetItem(t.get(), k->get(), Py_None)) return false;
+    if (PyDict_SetItem(t.get(), k_type.get(), v_http.get()) || PyDict_SetItem(t.get(), k_scheme.get(), v_http.get()))
+        return false;
+    template_ = t;
+    return true;
+}
+
+void scope_builder::clear() { *this = scope_builder(); }
+
+PyObject* scope_builder::address(const boost::asio::ip::tcp::endpoint& ep, boost::asio::ip::tcp::endpoint& last_ep,
+                                 python::py_ref& last_host, python::py_ref& last_tuple, bool keep_tuple) {
+    if (last_tuple && ep == last_ep) return python::py_ref(last_tuple).release();
+    if (!last_host || ep.address() != last_ep.address()) {
+        const std::string host = ep.address().to_string();
+        last_host = python::py_ref(PyUnicode_FromStringAndSize(host.data(), static_cast<Py_ssize_t>(host.size())));
+        if (!last_host) return nullptr;
+    }
+    PyObject* port = PyLong_FromLong(ep.port());
+    if (!port) return nullptr;
+    PyObject* tuple = PyTuple_New(2);
+    if (!tuple) {
+        Py_DECREF(port);
+        return nullptr;
+    }
+    PyTuple_SET_ITEM(tuple, 0, python::py_ref(last_host).release());
+    PyTuple_SET_ITEM(tuple, 1, port);
+    last_ep = ep;
+    last_tuple = keep_tuple ? python::py_ref::borrow(tuple) : python::py_ref();
+    return tuple;
+}
+
+PyObject* scope_builder::build(const http::request& req, std::string_view path, PyObject* state) {
+    python::py_ref scope(PyDict_Copy(template_.get()));
+    if (!scope) return nullptr;
+    PyObject* d = scope.get();
+    PyObject* method = req.method == "GET"    ? python::py_ref(v_get_).release()
+                       : req.method == "POST" ? python::py_ref(v_post_).release()
+                                              : PyUnicode_FromStringAndSize(req.method.data(),
+                                                                            static_cast<Py_ssize_t>(req.method.size()));
+    const bool ok =
+        put(d, k_asgi_, PyDict_Copy(asgi_.get())) &&
+        put(d, k_http_version_, python::py_ref(req.version == 10 ? v_http10_ : v_http11_).release()) &&
+        put(d, k_method_, method) && put(d, k_path_, utf8(path)) && put(d, k_raw_path_, bytes(req.path)) &&
+        put(d, k_query_string_, bytes(req.query)) &&
+        // The mount's prefix (script_name); `path` keeps it, as the spec asks.
+        put(d, k_root_path_, utf8(req.script_name)) && put(d, k_headers_, headers_list(req.headers)) &&
+        // A connection's client tuple is not kept: with many connections
+        // interleaved it would rarely match; its host string does.
+        put(d, k_client_, address(req.remote, client_ep_, client_host_, client_tuple_, false)) &&
+        put(d, k_server_, address(req.local, server_ep_, server_host_, server_tuple_, true)) &&
+        put(d, k_extensions_, extensions()) &&
+        put(d, k_state_, !state ? PyDict_New() : PyDict_Check(state) ? PyDict_Copy(state)
+                                                                     : PyObject_CallOneArg(reinterpret_cast<PyObject*>(&PyDict_Type), state));
+    return ok ? scope.release() : nullptr;
+}
+
+PyObject* scope_builder::extensions() const {
+    python::py_ref ext(PyDict_New());
+    if (!ext || !put(ext.get(), k_pathsend_, PyDict_New())) return nullptr;
+    return ext.release();
+}
+
+}  // namespace m0::asgi

@@ -1,0 +1,48 @@
+#pragma once
+// Builds the ASGI http scope of a request on the loop thread. Every request
+// builds one, so what does not change between requests is made once: the
+// keys (interned), a template dict holding every key in order (a copy of it
+// is a memcpy of its table, and setting a key that is already there never
+// resizes), the constant values, and the last server and client addresses
+// seen (the same on every request of a listener or a connection).
+#include <Python.h>
+
+#include <string_view>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <m0/http.hpp>
+#include <m0/python/ref.hpp>
+
+namespace m0::asgi {
+
+class scope_builder {
+public:
+    // GIL held. False with a Python exception set.
+    bool init();
+    // GIL held: drops every object (the frontend goes).
+    void clear();
+
+    // New reference to the scope of `req` whose decoded path is `path`, with
+    // `state` (may be null) copied into scope["state"]; null with an
+    // exception set. Loop thread, GIL held.
+    PyObject* build(const http::request& req, std::string_view path, PyObject* state);
+
+private:
+    PyObject* address(const boost::asio::ip::tcp::endpoint& ep, boost::asio::ip::tcp::endpoint& last_ep,
+                      python::py_ref& last_host, python::py_ref& last_tuple, bool keep_tuple);
+
+    // {"http.response.pathsend": {}}, new: its inner dict is the app's too.
+    PyObject* extensions() const;
+
+    python::py_ref template_, asgi_;
+    python::py_ref k_pathsend_, k_asgi_, k_http_version_, k_method_, k_path_, k_raw_path_, k_query_string_, k_root_path_,
+        k_headers_, k_client_, k_server_, k_extensions_, k_state_;
+    python::py_ref v_http10_, v_http11_, v_get_, v_post_;
+    // Server addresses repeat on every request of a listener, client hosts
+    // on every request of a peer (ports differ per connection).
+    boost::asio::ip::tcp::endpoint server_ep_, client_ep_;
+    python::py_ref server_host_, server_tuple_, client_host_, client_tuple_;
+};
+
+}  // namespace m0::asgi
