@@ -35,6 +35,9 @@ struct reactor_stats {
     std::atomic<std::uint64_t> live_connections{0};
     std::atomic<std::uint64_t> in_flight{0};         // requests read, response not finished
     std::atomic<std::uint64_t> force_closed{0};      // connections closed at a drain deadline
+    // Jobs of this reactor's executor lanes not completed yet (queued or
+    // running); published each loop pass only when metrics are on.
+    std::atomic<std::uint64_t> executor_jobs{0};
 };
 
 // Runs work on one reactor thread from any thread. Outlives the
@@ -48,6 +51,7 @@ public:
 };
 
 class service_registry;
+class request_recorder;
 
 namespace http {
 class handler;
@@ -85,6 +89,9 @@ struct reactor_context {
     std::shared_ptr<reactor_handle> reactor;
     // Services plugins provide to each other (m0/services.hpp).
     service_registry* services = nullptr;
+    // Core-private: the access log and metrics of this reactor, told of each
+    // finished response by the HTTP engine; null when both are off.
+    request_recorder* recorder = nullptr;
 
     // Drain hooks, added by frontends and modules in start_reactor and run by
     // the scheduler on this reactor's thread, in the order added. A drain

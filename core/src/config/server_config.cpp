@@ -1,6 +1,7 @@
 #include "config/server_config.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <limits>
 #include <thread>
@@ -8,6 +9,7 @@
 #include <boost/asio/ip/address.hpp>
 
 #include "config/config_values.hpp"
+#include "telemetry/access_log_format.hpp"
 
 namespace m0 {
 namespace {
@@ -193,6 +195,48 @@ void parse_http(const config_node& http, http_limits& out) {
     out.max_connections_per_reactor = count32("max_connections_per_reactor", out.max_connections_per_reactor, 1);
 }
 
+void parse_log(const config_node& log, server_config& out) {
+    log.allow_keys({"level", "access", "access_format", "access_file"});
+    out.log_level = log.one_of("level", "info", {"debug", "info", "warning", "error"});
+    out.access_log_json = log.one_of("access_format", "text", {"text", "json"}) == "json";
+    const auto access = log.child("access");
+    bool custom = false;
+    if (access.present() && access.is_scalar()) {
+        std::string text = access.as_string();
+        std::string low = text;
+        for (char& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        static const std::vector<std::string> words = {"true", "false", "yes", "no", "on", "off"};
+        if (std::find(words.begin(), words.end(), low) == words.end()) {
+            custom = true;
+            out.access_log = true;
+            out.access_log_format = std::move(text);
+        }
+    }
+    if (!custom) out.access_log = log.boolean("access", false);
+    if (custom && out.access_log_json)
+        access.fail("", "a format string and 'log.access_format: json' exclude each other: JSON lines have fixed keys");
+    if (out.access_log && !out.access_log_json && !custom)
+        out.access_log_format = std::string(telemetry::access_log_format::gunicorn_default);
+    if (custom) {
+        try {
+            (void)telemetry::access_log_format::text(out.access_log_format);
+        } catch (const std::invalid_argument& e) {
+            access.fail("", e.what());
+        }
+    }
+    if (const auto file = log.optional_string("access_file")) {
+        if (file->empty()) log.fail("access_file", "expected a file path, found an empty string");
+        const std::filesystem::path base = log.child("access_file").base_dir();
+        out.access_log_file = (base / *file).lexically_normal().string();
+    }
+}
+
+void parse_metrics(const config_node& metrics, server_config& out) {
+    metrics.allow_keys({"listen"});
+    if (const auto text = metrics.optional_string("listen"))
+        out.metrics_listen = listen_address{*text, parse_listen_address(*text, metrics.child("listen"))};
+}
+
 }  // namespace
 
 server_config parse_server_config(const config_node& root) {
@@ -208,9 +252,8 @@ server_config parse_server_config(const config_node& root) {
     parse_mounts(root, out);
     check_executors_used(root, out);
     parse_http(root.child("http"), out.http);
-    const auto log = root.child("log");
-    log.allow_keys({"level"});
-    out.log_level = log.one_of("level", "info", {"debug", "info", "warning", "error"});
+    parse_log(root.child("log"), out);
+    parse_metrics(root.child("metrics"), out);
     return out;
 }
 

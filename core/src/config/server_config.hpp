@@ -50,6 +50,11 @@ struct server_config {
     std::vector<mount_config> mounts;       // mounts: empty = the single `frontend:` at "/"
     http_limits http;                       // http.* — every field of m0/http_limits.hpp, same names, durations/sizes via duration()/byte_size()
     std::string log_level = "info";         // log.level: debug|info|warning|error
+    bool access_log = false;                // log.access: true, or a format string (then true)
+    std::string access_log_format;          // the format string (gunicorn atoms); empty with json
+    bool access_log_json = false;           // log.access_format: json (else text)
+    std::string access_log_file;            // log.access_file: path (relative to the config's dir); empty: stderr
+    std::optional<listen_address> metrics_listen;  // metrics.listen: HOST:PORT; absent: no metrics
     // Top-level sections the core does not own, in file order: each is a
     // module plugin's (m0-module-<name>.so), or one that other plugins read
     // (`python`); the deployment refuses it if nothing reads it.
@@ -60,7 +65,8 @@ struct server_config {
 // nothing reads is refused after every plugin was built
 // (config_document::unread_sections).
 inline const std::vector<std::string> core_sections = {"server",    "plugins", "frontend", "executor",
-                                                       "executors", "mounts",  "http",     "log"};
+                                                       "executors", "mounts",  "http",     "log",
+                                                       "metrics"};
 
 // Validates the core's own sections; other top-level keys are module sections.
 // `frontend` and `executor` hold plugin keys too: only `type` is read here

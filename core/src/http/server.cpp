@@ -22,7 +22,9 @@ server::server(reactor_context& ctx, handler& h)
     : io_(*ctx.io),
       handler_(h),
       limits_(ctx.limits ? ctx.limits : &default_limits_),
-      stats_(ctx.stats ? ctx.stats : &own_stats_) {
+      stats_(ctx.stats ? ctx.stats : &own_stats_),
+      recorder_(ctx.recorder),
+      reactor_index_(ctx.index) {
     for (listener* l : ctx.listeners) {
         listener_slot slot;
         slot.source = l;

@@ -33,6 +33,9 @@ public:
     handler& app() noexcept { return handler_; }
     const http_limits& limits() const noexcept { return *limits_; }
     reactor_stats& stats() noexcept { return *stats_; }
+    // The access log and metrics of this reactor; null when both are off.
+    request_recorder* recorder() const noexcept { return recorder_; }
+    unsigned reactor_index() const noexcept { return reactor_index_; }
     boost::asio::io_context& io() noexcept { return io_; }
     std::string_view date() noexcept { return date_.get(); }
     // Longest a connection's timer may sleep without missing a deadline.
@@ -64,6 +67,8 @@ private:
     handler& handler_;
     const http_limits* limits_;
     reactor_stats* stats_;
+    request_recorder* recorder_;
+    unsigned reactor_index_;
     http_limits default_limits_;
     reactor_stats own_stats_;  // when the caller publishes none
     std::vector<listener_slot> listeners_;

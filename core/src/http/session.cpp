@@ -12,6 +12,7 @@
 #include "http/byte_stream_impl.hpp"
 #include "http/exchange_impl.hpp"
 #include "http/server.hpp"
+#include "telemetry/request_recorder.hpp"
 
 namespace m0::http::detail {
 
@@ -44,6 +45,7 @@ boost::system::error_code body_error(unsigned status) {
 session::session(std::shared_ptr<server> owner, asio::ip::tcp::socket socket)
     : server_(std::move(owner)),
       limits_(server_->limits()),
+      recorder_(server_->recorder()),
       socket_(std::move(socket)),
       timer_(server_->io()),
       parser_(limits_) {}
@@ -61,6 +63,7 @@ void session::start() {
     socket_.non_blocking(true, ec);
     remote_ = socket_.remote_endpoint(ec);
     local_ = socket_.local_endpoint(ec);
+    if (log::enabled(log::level::debug)) log::debug(log_prefix() + ": connection opened");
     rcap_ = initial_read_buffer;
     rbuf_.reset(new char[rcap_]);
     const auto now = clock::now();
@@ -237,6 +240,7 @@ void session::on_read(const error_code& ec, std::size_t n) {
         return;
     }
     rend_ += n;
+    if (recorder_) recorder_->bytes_in(n);
     if (upgraded_) {
         deliver_stream_read();
         return;
@@ -261,6 +265,7 @@ void session::dispatch() {
     version_ = data->req.version;
     is_head_ = data->is_head;
     resp_ = {};
+    if (recorder_) dispatched_at_ = clock::now();
     auto ex = std::make_shared<exchange_impl>(shared_from_this(), std::move(data), body_open_);
     active_ = ex.get();
     phase_ = read_phase::none;
@@ -307,6 +312,8 @@ void session::update_read_phase(clock::time_point now) {
 void session::start_response(unsigned status, const std::vector<response_header>* headers,
                              body_framing framing, std::uint64_t length) {
     resp_.begun = true;
+    resp_.status = status;
+    if (recorder_ && recorder_->wants_response_headers() && headers) recorder_->capture(*headers, captured_headers_);
     resp_.framing = framing;
     resp_.send_body = !is_head_ && framing != body_framing::none;
     resp_.remaining = length;
@@ -352,6 +359,7 @@ void session::respond(exchange_impl& ex, unsigned status, const std::vector<resp
     if (active_ != &ex || resp_.begun || !accept_status(ex, status)) return;
     const bool bodiless = !status_has_body(status);
     start_response(status, &headers, bodiless ? body_framing::none : body_framing::length, body.size());
+    if (resp_.send_body) resp_.body_bytes = body.size();
     if (resp_.send_body && !closed_ && !body.empty()) out_.push(std::move(body));
     finish_response();
 }
@@ -361,6 +369,7 @@ void session::respond_borrowed(exchange_impl& ex, unsigned status, const std::ve
     if (active_ != &ex || resp_.begun || !accept_status(ex, status)) return;
     const bool bodiless = !status_has_body(status);
     start_response(status, &headers, bodiless ? body_framing::none : body_framing::length, body.size());
+    if (resp_.send_body) resp_.body_bytes = body.size();
     if (resp_.send_body && !closed_ && !body.empty()) out_.append(body);
     finish_response();
 }
@@ -386,6 +395,7 @@ void session::begin(exchange_impl& ex, unsigned status, const std::vector<respon
 void session::write(exchange_impl& ex, std::string&& data) {
     if (active_ != &ex || !resp_.begun) return;
     if (!resp_.send_body || closed_ || data.empty()) return;
+    resp_.body_bytes += data.size();
     switch (resp_.framing) {
     case body_framing::length:
         if (data.size() > resp_.remaining) {
@@ -415,6 +425,7 @@ void session::write_file(exchange_impl& ex, int fd, std::uint64_t offset, std::u
         ::close(fd);
         return;
     }
+    resp_.body_bytes += length;
     switch (resp_.framing) {
     case body_framing::length:
         if (length > resp_.remaining) {
@@ -497,6 +508,13 @@ void session::send_error(unsigned status, std::string_view reason) {
     append_response_head(buf, spec, server_->date());
     buf.append(body);
     out_.added(buf.size() - before);
+    if (active_) {
+        // Answered on the handler's behalf: finish_response records it.
+        resp_.status = status;
+        resp_.body_bytes = body.size();
+    } else {
+        record_rejection(status, body.size());
+    }
     close_after_flush_ = true;
     phase_ = read_phase::none;
     read_deadline_ = clock::time_point::max();
@@ -506,14 +524,8 @@ void session::send_error(unsigned status, std::string_view reason) {
 // from an attack without a packet capture.
 void session::log_rejection(unsigned status, std::string_view reason) const {
     if (!log::enabled(log::level::info)) return;
-    std::string line = "http: rejected request from ";
-    const bool v6 = remote_.address().is_v6();
-    if (v6) line += '[';
-    line += remote_.address().to_string();
-    if (v6) line += ']';
-    line += ':';
-    line += std::to_string(remote_.port());
-    line += ": ";
+    std::string line = log_prefix();
+    line += ": rejected request: ";
     line += std::to_string(status);
     line += ' ';
     line += reason_phrase(status);
@@ -523,7 +535,19 @@ void session::log_rejection(unsigned status, std::string_view reason) const {
     log::info(line);
 }
 
+std::string session::log_prefix() const {
+    std::string line = "http: reactor " + std::to_string(server_->reactor_index()) + ": ";
+    const bool v6 = remote_.address().is_v6();
+    if (v6) line += '[';
+    line += remote_.address().to_string();
+    if (v6) line += ']';
+    line += ':';
+    line += std::to_string(remote_.port());
+    return line;
+}
+
 void session::finish_response() {
+    if (recorder_ && active_) record_response();
     active_ = nullptr;
     auto& stats = server_->stats();
     stats.in_flight.fetch_sub(1, std::memory_order_relaxed);
@@ -550,6 +574,28 @@ void session::finish_response() {
     if (!processing_) process();
 }
 
+void session::record_response() {
+    telemetry::response_record r;
+    r.req = &active_->req();
+    r.remote = remote_;
+    r.status = resp_.status;
+    r.body_bytes = resp_.body_bytes;
+    r.duration = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - dispatched_at_);
+    r.mount = r.req->script_name;
+    r.response_values = &captured_headers_;
+    recorder_->record(r);
+    captured_headers_.clear();
+}
+
+void session::record_rejection(unsigned status, std::uint64_t body_bytes) {
+    if (!recorder_) return;
+    telemetry::response_record r;
+    r.remote = remote_;
+    r.status = status;
+    r.body_bytes = body_bytes;
+    recorder_->record(r);
+}
+
 // Output produced outside process() (a streamed piece, a late answer's
 // head) is written at once.
 void session::output_added() {
@@ -567,7 +613,9 @@ void session::flush() {
     if (closed_ || write_wait_pending_) return;
     if (!out_.empty()) {
         int err = 0;
+        const auto before = out_.pending();
         const auto r = out_.flush(socket_.native_handle(), err);
+        if (recorder_) recorder_->bytes_out(before - out_.pending());
         if (r == output_queue::result::failed) {
             mark_gone();
             close();
@@ -697,6 +745,7 @@ void session::serve_pull() {
             return;
         }
         rend_ += n;
+        if (recorder_) recorder_->bytes_in(n);
     }
     if (!pull_chunk_.empty()) {
         deliver_pull({}, false);
@@ -814,6 +863,8 @@ std::shared_ptr<byte_stream> session::upgrade(exchange_impl& ex, const std::vect
     // the stream, until its owner or a force-close closes it.
     upgraded_ = true;
     keep_alive_ = false;
+    resp_.status = 101;
+    if (recorder_) record_response();
     active_ = nullptr;
     auto& stats = server_->stats();
     stats.in_flight.fetch_sub(1, std::memory_order_relaxed);
@@ -911,6 +962,9 @@ void session::start_linger() {
 void session::close() {
     if (closed_) return;
     closed_ = true;
+    if (log::enabled(log::level::debug))
+        log::debug(log_prefix() + ": connection closed after " + std::to_string(served_) + " request(s)" +
+                   (gone_ ? " (client gone)" : ""));
     mark_gone();
     error_code ec;
     socket_.close(ec);

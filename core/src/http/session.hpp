@@ -90,6 +90,8 @@ private:
         body_framing framing = body_framing::none;
         bool send_body = false;        // false for HEAD and bodiless statuses
         std::uint64_t remaining = 0;   // framing::length: bytes still owed
+        unsigned status = 0;
+        std::uint64_t body_bytes = 0;  // handed to the connection, for the access log
     };
 
     // Request side.
@@ -129,7 +131,13 @@ private:
     // Answers a rejected request and closes after it; logs one line.
     void send_error(unsigned status, std::string_view reason);
     void log_rejection(unsigned status, std::string_view reason) const;
+    // "http: reactor 0: 127.0.0.1:5000": who a log line is about.
+    std::string log_prefix() const;
     void finish_response();
+    // Tells the reactor's recorder (access log, metrics) about the active
+    // exchange's response, or about a request rejected before it parsed.
+    void record_response();
+    void record_rejection(unsigned status, std::uint64_t body_bytes);
     void output_added();
     void streamed_added();
     void flush();
@@ -149,6 +157,9 @@ private:
 
     std::shared_ptr<server> server_;
     const http_limits& limits_;
+    request_recorder* const recorder_;  // null: no access log, no metrics
+    clock::time_point dispatched_at_;   // of the active exchange, when recorded
+    std::vector<std::string> captured_headers_;  // response header values the access log asks for
     boost::asio::ip::tcp::socket socket_;
     boost::asio::steady_timer timer_;
     boost::asio::ip::tcp::endpoint remote_;

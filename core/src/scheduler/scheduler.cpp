@@ -25,6 +25,7 @@
 #include "scheduler/combined_lane.hpp"
 #include "scheduler/listen_socket.hpp"
 #include "scheduler/worker_listeners.hpp"
+#include "telemetry/request_recorder.hpp"
 
 namespace m0 {
 
@@ -143,7 +144,9 @@ struct scheduler::worker {
     std::shared_ptr<worker_reactor_handle> reactor;
     std::unique_ptr<executor_lane> lane;
     std::vector<std::unique_ptr<worker_listener>> listeners;
-    reactor_stats stats;
+    reactor_stats own_stats;
+    reactor_stats* stats = &own_stats;  // or a slot of the metrics table
+    std::unique_ptr<request_recorder> recorder;
     reactor_context ctx;
     std::thread thread;
     std::atomic<bool> started{false};   // start_reactor returned (or threw)
@@ -233,7 +236,10 @@ void scheduler::start() {
             ctx.io = w->io;
             for (auto& l : w->listeners) ctx.listeners.push_back(l.get());
             ctx.stop_flag = &state_->stop;
-            ctx.stats = &w->stats;
+            if (options_.stats_slot) w->stats = options_.stats_slot(i);
+            if (options_.make_recorder) w->recorder = options_.make_recorder(i, *w->io);
+            ctx.stats = w->stats;
+            ctx.recorder = w->recorder.get();
             ctx.limits = &options_.limits;
             ctx.reactor = w->reactor;
             ctx.services = options_.services;
@@ -293,6 +299,8 @@ void scheduler::run_worker(worker& w) {
     w.started.store(true, std::memory_order_release);
     notify();
 
+    // Only for the metrics: one more virtual call per pass otherwise.
+    const bool publish_jobs = static_cast<bool>(options_.stats_slot);
     int seen = serving;
     if (!w.crashed.load(std::memory_order_acquire)) {
         try {
@@ -304,29 +312,30 @@ void scheduler::run_worker(worker& w) {
                 int phase = state.phase.load(std::memory_order_acquire);
                 if (phase != seen) {
                     if (seen < draining && phase >= draining) {
-                        w.connections_at_drain = w.stats.live_connections.load(std::memory_order_relaxed);
+                        w.connections_at_drain = w.stats->live_connections.load(std::memory_order_relaxed);
                         for (auto& l : w.listeners) l->cancel();
                         w.ctx.run_drain_hooks();
                     }
                     if (seen < force_closing && phase >= force_closing) {
-                        w.in_flight_at_deadline = w.stats.in_flight.load(std::memory_order_relaxed);
-                        w.timed_out = w.stats.live_connections.load(std::memory_order_relaxed) > 0 ||
+                        w.in_flight_at_deadline = w.stats->in_flight.load(std::memory_order_relaxed);
+                        w.timed_out = w.stats->live_connections.load(std::memory_order_relaxed) > 0 ||
                                       w.in_flight_at_deadline > 0 || lane.jobs_in_flight() > 0;
                         w.ctx.run_force_close_hooks();
                     }
                     seen = phase;
                 }
                 if (stop) break;
-                const bool idle = w.stats.live_connections.load(std::memory_order_relaxed) == 0;
+                const bool idle = w.stats->live_connections.load(std::memory_order_relaxed) == 0;
                 // Draining: wait for every response and job. Past the
                 // deadline nothing more is owed to a client (its connection
                 // is closed), so jobs still running — application code that
                 // may never return — are abandoned, not waited for.
                 if (seen >= force_closing && idle) break;
-                if (seen >= draining && idle && w.stats.in_flight.load(std::memory_order_relaxed) == 0 &&
+                if (seen >= draining && idle && w.stats->in_flight.load(std::memory_order_relaxed) == 0 &&
                     lane.jobs_in_flight() == 0)
                     break;
                 run_reactor_pass(io, lane);
+                if (publish_jobs) w.stats->executor_jobs.store(lane.jobs_in_flight(), std::memory_order_relaxed);
             }
         } catch (const std::exception& e) {
             w.error = e.what();
@@ -351,6 +360,7 @@ void scheduler::run_worker(worker& w) {
         log::error("reactor " + std::to_string(w.index) + ": stop_reactor failed: " + e.what());
     }
     w.jobs_abandoned = lane.jobs_in_flight();
+    if (w.recorder) w.recorder->stop();
     w.reactor->close();
     // Thread hooks of an inline lane run on this thread; keep a lane with
     // jobs still out (a hard stop) rather than free what they will touch.
@@ -408,12 +418,12 @@ std::vector<worker_report> scheduler::drain(std::chrono::milliseconds timeout) {
         worker_report r;
         r.index = w->index;
         r.connections_at_drain = w->connections_at_drain;
-        r.force_closed = w->stats.force_closed.load();
+        r.force_closed = w->stats->force_closed.load();
         r.drained = r.connections_at_drain > r.force_closed ? r.connections_at_drain - r.force_closed : 0;
         r.in_flight_at_deadline = w->in_flight_at_deadline;
         r.jobs_abandoned = w->jobs_abandoned;
-        r.accepted = w->stats.accepted.load();
-        r.requests = w->stats.requests.load();
+        r.accepted = w->stats->accepted.load();
+        r.requests = w->stats->requests.load();
         r.timed_out = w->timed_out || w->detached;
         r.crashed = w->crashed.load();
         r.detached = w->detached;
@@ -507,7 +517,7 @@ bool scheduler::is_running(unsigned i) const {
            !w.crashed.load(std::memory_order_acquire);
 }
 
-const reactor_stats& scheduler::stats(unsigned i) const { return workers_.at(i)->stats; }
+const reactor_stats& scheduler::stats(unsigned i) const { return *workers_.at(i)->stats; }
 
 std::vector<boost::asio::ip::tcp::endpoint> scheduler::local_endpoints() const { return bound_; }
 

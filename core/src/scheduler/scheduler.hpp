@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,6 +37,10 @@ struct scheduler_options {
     // (check_no_other_listener). Off in a supervised process: its supervisor
     // checked before forking, and sibling processes already listen there.
     bool check_addresses = true;
+    // Per reactor, when set: where its reactor_stats live (a slot of the
+    // metrics table), and its access log and metrics recorder.
+    std::function<reactor_stats*(unsigned reactor)> stats_slot;
+    std::function<std::unique_ptr<request_recorder>(unsigned reactor, boost::asio::io_context& io)> make_recorder;
 };
 
 // What one worker did during a drain.

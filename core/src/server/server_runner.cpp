@@ -9,9 +9,12 @@
 #include <ctime>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <cstring>
 #include <sstream>
 #include <thread>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <m0/config.hpp>
@@ -28,6 +31,11 @@
 #include "server/composed_frontend.hpp"
 #include "server/port_reservation.hpp"
 #include "server/supervisor.hpp"
+#include "telemetry/access_log_format.hpp"
+#include "telemetry/access_log_sink.hpp"
+#include "telemetry/metrics_server.hpp"
+#include "telemetry/metrics_table.hpp"
+#include "telemetry/request_recorder.hpp"
 
 namespace m0 {
 namespace {
@@ -85,6 +93,10 @@ struct deployment {
     std::unique_ptr<composed_frontend> composed;
     std::vector<executor_spec> executor_specs;
     std::vector<std::unique_ptr<executor>> executors;  // one per spec
+    // Access log and metrics (log.access, metrics.listen), set up by setup_telemetry.
+    std::optional<telemetry::access_log_format> access_format;
+    std::unique_ptr<telemetry::metrics_table> metrics;
+    std::unique_ptr<telemetry::metrics_server> metrics_server;
 };
 
 plugin_context context_for(deployment& d, const config_node& section, const config_node& root) {
@@ -223,7 +235,7 @@ void refuse_unread_sections(const deployment& d, const config_node& root) {
 }
 
 deployment build_deployment(const run_options& options) {
-    deployment d{load_document(options), {}, nullptr, std::make_unique<service_registry>(), {}, {}, nullptr, {}, {}};
+    deployment d{load_document(options), {}, nullptr, std::make_unique<service_registry>(), {}, {}, nullptr, {}, {}, std::nullopt, nullptr, nullptr};
     config_node root = d.doc.root();
     d.cfg = parse_server_config(root);
     log::set_level(parse_level(d.cfg.log_level));
@@ -242,6 +254,32 @@ deployment build_deployment(const run_options& options) {
     for (auto& f : d.frontends) mounts.push_back({f.prefix, f.type, f.fe.get(), f.executor});
     d.composed = std::make_unique<composed_frontend>(std::move(mounts), std::move(modules), d.cfg.threads);
     return d;
+}
+
+// The access log's format, the metrics table (mapped before any fork, so the
+// serving processes share it) and the metrics listener (bound now, so a busy
+// address stops m0 before anything forks; its thread starts later).
+void setup_telemetry(deployment& d) {
+    if (d.cfg.access_log) {
+        d.access_format = d.cfg.access_log_json ? telemetry::access_log_format::json()
+                                                : telemetry::access_log_format::text(d.cfg.access_log_format);
+        if (!d.cfg.access_log_file.empty()) {
+            // Each serving process opens it for itself; say once if it cannot.
+            const int fd = ::open(d.cfg.access_log_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+            if (fd < 0)
+                throw std::runtime_error("cannot open access log '" + d.cfg.access_log_file +
+                                         "': " + std::strerror(errno));
+            ::close(fd);
+        }
+    }
+    if (!d.cfg.metrics_listen) return;
+    std::vector<telemetry::mount_label> mounts;
+    for (const auto& f : d.frontends) mounts.push_back({f.prefix, f.type});
+    d.metrics = std::make_unique<telemetry::metrics_table>(d.cfg.workers, d.cfg.threads, std::move(mounts));
+    d.metrics_server = std::make_unique<telemetry::metrics_server>(d.cfg.metrics_listen->endpoint, *d.metrics);
+    std::ostringstream line;
+    line << "metrics: /metrics and /status.json on http://" << d.cfg.metrics_listen->endpoint;
+    log::info(line.str());
 }
 
 void print_reports(const std::vector<worker_report>& reports) {
@@ -270,6 +308,7 @@ std::string signal_name(int sig) {
         case SIGINT: return "SIGINT";
         case SIGTERM: return "SIGTERM";
         case SIGQUIT: return "SIGQUIT";
+        case SIGUSR1: return "SIGUSR1";
     }
     return "signal " + std::to_string(sig);
 }
@@ -282,6 +321,8 @@ int serve(deployment& d, const process_role& role) {
     sigaddset(&stop_signals, SIGTERM);
     sigaddset(&stop_signals, SIGINT);
     if (role.supervised) sigaddset(&stop_signals, hard_stop_signal);
+    // Taken with the stop signals but only reopens the access log.
+    sigaddset(&stop_signals, SIGUSR1);
 
     scheduler_options so;
     so.workers = d.cfg.threads;
@@ -300,9 +341,30 @@ int serve(deployment& d, const process_role& role) {
     sc.services = d.services.get();
     so.check_addresses = !role.supervised;
 
+    // Declared before the scheduler: reactors hand it lines until they are gone.
+    std::unique_ptr<telemetry::access_log_sink> access_sink;
+    if (d.metrics) {
+        d.metrics->process_started(role.index, static_cast<int>(::getpid()));
+        so.stats_slot = [&d, &role](unsigned r) { return &d.metrics->slot(role.index, r).stats; };
+    }
+    if (d.access_format || d.metrics) {
+        so.make_recorder = [&d, &role, &access_sink](unsigned r, boost::asio::io_context& io) {
+            auto* slot = d.metrics ? &d.metrics->slot(role.index, r) : nullptr;
+            return std::make_unique<request_recorder>(r, io, d.access_format ? &*d.access_format : nullptr,
+                                                      access_sink.get(), d.metrics.get(), slot);
+        };
+    }
+    auto reopen_logs = [&] {
+        if (access_sink)
+            access_sink->reopen();
+        else
+            log::info("received SIGUSR1: no access log file to reopen");
+    };
+
     std::unique_ptr<scheduler> sched;
     bool serving_started = false;
     try {
+        if (d.access_format) access_sink = std::make_unique<telemetry::access_log_sink>(d.cfg.access_log_file);
         d.composed->prepare_all(executor_pointers(d));
         for (auto& ex : d.executors) ex->start();
         d.composed->start_serving(sc);
@@ -328,7 +390,11 @@ int serve(deployment& d, const process_role& role) {
     int first = 0;
     while (first == 0) {
         int sig = 0;
-        if (sigwait(&stop_signals, &sig) == 0) first = sig;
+        if (sigwait(&stop_signals, &sig) != 0) continue;
+        if (sig == SIGUSR1)
+            reopen_logs();
+        else
+            first = sig;
     }
     std::chrono::milliseconds timeout = d.cfg.drain_timeout;
     if (first == SIGINT) timeout = std::min(interactive_drain_timeout, d.cfg.drain_timeout);
@@ -352,6 +418,10 @@ int serve(deployment& d, const process_role& role) {
     while (!drained.load(std::memory_order_acquire)) {
         timespec tick{0, 50'000'000};
         int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+        if (sig == SIGUSR1) {
+            reopen_logs();
+            continue;
+        }
         // A supervised process may get a drain signal twice (from a
         // terminal's process group and from its supervisor): only the
         // supervisor's hard-stop signal means "now".
@@ -365,6 +435,8 @@ int serve(deployment& d, const process_role& role) {
     print_reports(reports);
     unsigned crashed = sched->crashed_worker_count();
     sched.reset();
+    access_sink.reset();  // writes the last lines
+    if (d.metrics) d.metrics->process_ended(role.index);
     d.composed->stop_serving(sc);
     unsigned stuck = stop_executors(d);
     for (const auto& r : reports) stuck += r.detached ? 1 : 0;
@@ -426,6 +498,10 @@ int run_prefork(deployment& d) {
     // wakes. They were built to validate the config; each process builds its own.
     d.executors.clear();
 
+    // After the thread check: the supervisor serves the metrics of all its
+    // processes (they share the table); fork() leaves this thread behind.
+    if (d.metrics_server) d.metrics_server->start();
+
     supervisor_options so;
     so.processes = d.cfg.workers;
     so.drain_timeout = d.cfg.drain_timeout;
@@ -435,6 +511,10 @@ int run_prefork(deployment& d) {
     hooks.after_fork_parent = [&] { d.composed->after_fork_parent(); };
     hooks.after_fork_child = [&] {
         reserved->release();
+        if (d.metrics_server) {
+            d.metrics_server->forget_in_child();
+            (void)d.metrics_server.release();  // its thread is the supervisor's
+        }
         d.composed->after_fork_child();
     };
     const supervise_result r = supervise(so, hooks);
@@ -457,6 +537,8 @@ int run_server(const run_options& options) {
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGTERM);
     sigaddset(&stop_signals, SIGINT);
+    // SIGUSR1 reopens the access log; unblocked, its default action would kill m0.
+    sigaddset(&stop_signals, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     ::signal(SIGPIPE, SIG_IGN);
 
@@ -473,7 +555,14 @@ int run_server(const run_options& options) {
         std::cerr << "m0: configuration OK\n";
         return 0;
     }
+    try {
+        setup_telemetry(d);
+    } catch (const std::exception& e) {
+        std::cerr << "m0: cannot start: " << e.what() << "\n";
+        return 1;
+    }
     if (d.cfg.workers > 1) return run_prefork(d);
+    if (d.metrics_server) d.metrics_server->start();
     return serve(d, process_role{});
 }
 

@@ -63,7 +63,7 @@ class supervisor {
 public:
     supervisor(const supervisor_options& options, const fork_hooks& hooks)
         : options_(options), hooks_(hooks), slots_(options.processes), self_(::getpid()),
-          waited_(signal_set({SIGTERM, SIGINT, hard_stop_signal, SIGCHLD})) {}
+          waited_(signal_set({SIGTERM, SIGINT, hard_stop_signal, SIGCHLD, SIGUSR1})) {}
 
     supervise_result run() {
         pthread_sigmask(SIG_BLOCK, &waited_, nullptr);
@@ -74,6 +74,7 @@ public:
             const timespec wait = to_timespec(next_wakeup() - clock_type::now());
             const int sig = ::sigtimedwait(&waited_, nullptr, &wait);
             if (sig == SIGTERM || sig == SIGINT || sig == hard_stop_signal) on_stop_signal(sig);
+            if (sig == SIGUSR1) forward_reopen();
             reap();
             if (auto child = respawn_due()) return *child;
             enforce_deadline();
@@ -129,6 +130,12 @@ private:
         // taken synchronously); SIGCHLD is the app's business again.
         const sigset_t chld = signal_set({SIGCHLD});
         pthread_sigmask(SIG_UNBLOCK, &chld, nullptr);
+    }
+
+    // SIGUSR1 (logrotate): every serving process reopens its log files.
+    void forward_reopen() {
+        for (const auto& s : slots_)
+            if (s.pid > 0) ::kill(s.pid, SIGUSR1);
     }
 
     unsigned live_children() const {

@@ -236,7 +236,7 @@ BOOST_AUTO_TEST_CASE(unknown_keys_are_refused_with_a_suggestion) {
     BOOST_TEST(error_of([] { parse_text("http:\n  max_body: 1m\n"); }).find("http.max_body: unknown key") !=
                std::string::npos);
     BOOST_TEST(error_of([] { parse_text("log:\n  file: x\n"); }) ==
-               "inline.yaml:2:3: log.file: unknown key 'file' (known keys: level)");
+               "inline.yaml:2:3: log.file: unknown key 'file' (known keys: level, access, access_format, access_file)");
 }
 
 BOOST_AUTO_TEST_CASE(frontend_section_requires_a_type) {
