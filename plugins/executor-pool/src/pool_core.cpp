@@ -202,6 +202,10 @@ void pool_core::wake_all() noexcept {
 void pool_core::on_job_pushed() {
     if (!ring_mode()) {
         job_semaphore_.signal();
+        // A job pushed while every thread is busy grows the pool here: a
+        // thread that took the queue's last job earlier saw nothing to
+        // grow for, and the busy ones may block for long.
+        if (idle_.load() == 0) maybe_grow();
         return;
     }
     if (parked_.fetch_add(0) > 0) {  // push → read the parked count
