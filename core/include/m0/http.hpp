@@ -159,6 +159,11 @@ public:
     // ends first. Any number of callbacks. A handler that does not listen
     // is force-closed at the drain deadline.
     virtual void on_drain(std::function<void()> fn) = 0;
+
+    // write() of a payload shared by many responses (a broadcast to held
+    // streams): queued without a copy per connection; the exchange holds a
+    // reference until it is written.
+    virtual void write_shared(std::shared_ptr<const std::string> data) = 0;
 };
 
 // A connection after 101 Switching Protocols: raw bytes both ways, owned by

@@ -37,6 +37,7 @@ public:
     void on_client_gone(std::function<void()> fn) override;
     void on_drain(std::function<void()> fn) override;
     std::shared_ptr<byte_stream> upgrade(std::vector<response_header> headers) override;
+    void write_shared(std::shared_ptr<const std::string> data) override;
 
     bool is_head() const noexcept { return data_->is_head; }
     unsigned version() const noexcept { return data_->req.version; }
