@@ -70,7 +70,6 @@ void held_connection::attach(http::exchange_ptr ex, std::vector<http::response_h
             self->end_stream();
         }
     });
-    if (ended_) return;  // on_drain ran at once
     if (options_.mode == hold_mode::sse)
         start_sse(std::move(headers));
     else

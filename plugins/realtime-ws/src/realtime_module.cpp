@@ -8,6 +8,11 @@
 namespace m0::realtime {
 
 realtime_module::realtime_module(plugin_context& ctx) : config_(read_settings(*ctx.section)) {
+    // The memory bus reaches one process: under prefork a publish would
+    // miss every hold of the other processes, silently.
+    if (ctx.process_count > 1)
+        ctx.section->fail("bus", "bus: memory reaches one process only; server.workers > 1 needs a shared bus "
+                                 "(redis://host:port/db, not built yet)");
     shards_.resize(ctx.reactor_count ? ctx.reactor_count : 1);
     ctx.services->provide<hub>(*this, "module realtime");
 }

@@ -252,3 +252,18 @@ def test_registration_race_publish_reaches_a_subscriber_behind_slow_views(m0_ser
             s.close()
         sub.close()
         assert server.stop() == 0
+
+
+def test_memory_bus_under_several_processes_is_refused(tmp_path):
+    path = tmp_path / "m0.yaml"
+    path.write_text(config())
+    r = m0test.run_m0("--config", str(path), "--check", "--set", "server.workers=2")
+    assert r.returncode == 2, r.stderr
+    assert "realtime.bus" in r.stderr and "redis://" in r.stderr, r.stderr
+
+
+def test_realtime_keys_are_checked(tmp_path):
+    path = tmp_path / "m0.yaml"
+    path.write_text(config("{outbox: {overflow: block}}"))
+    r = m0test.run_m0("--config", str(path), "--check")
+    assert r.returncode == 2 and "realtime.outbox.overflow" in r.stderr, r.stderr
