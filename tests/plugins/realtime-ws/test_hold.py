@@ -15,7 +15,8 @@ import m0test
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
 
 
-def config(realtime="{}", threads=2, drain_timeout="10s"):
+def config(realtime="{}", threads=2, drain_timeout="10s", executor="pool"):
+    pool = f"  pool: {{threads: {threads}, max_threads: {threads}}}\n" if executor == "pool" else ""
     return (
         "server:\n"
         f"  drain_timeout: {drain_timeout}\n"
@@ -24,8 +25,8 @@ def config(realtime="{}", threads=2, drain_timeout="10s"):
         "  app: \"hold_apps:app\"\n"
         f"  chdir: {APPS}\n"
         "executor:\n"
-        "  type: pool\n"
-        f"  pool: {{threads: {threads}, max_threads: {threads}}}\n"
+        f"  type: {executor}\n"
+        f"{pool}"
         f"realtime: {realtime}\n"
     )
 
@@ -137,6 +138,17 @@ def test_poll_answers_the_first_message_then_keeps_alive(m0_server):
         assert resp.status == 204 and resp.body == b""
         send_get(sock, "/nowhere")
         assert reader.read().status == 404
+
+
+def test_hold_under_the_inline_executor(m0_server):
+    # The view runs on the reactor itself: the hold is attached as its job
+    # completes there, as on the pool.
+    server = m0_server(config(executor="inline"))
+    sock, reader = open_hold(server, "mode=sse", "inline")
+    with sock:
+        assert reader.head()[0] == 200
+        publish(server, b"on the reactor")
+        assert reader.event() == {"data": "on the reactor"}
 
 
 def test_a_publish_before_the_reactor_attached_the_hold_is_kept(m0_server):
