@@ -11,14 +11,10 @@ namespace {
 // than this; the rest waits in the outbox, where the limits apply.
 constexpr std::size_t write_buffer_room = 64 * 1024;
 
+// The view's headers that the hold's own answer replaces.
 bool owned_by_hold(std::string_view name) {
-    auto iequals = [](std::string_view a, std::string_view b) {
-        if (a.size() != b.size()) return false;
-        for (std::size_t i = 0; i < a.size(); ++i)
-            if ((a[i] | 0x20) != (b[i] | 0x20)) return false;
-        return true;
-    };
-    return iequals(name, "content-type") || iequals(name, "content-length") || iequals(name, "cache-control");
+    return http::ascii_iequals(name, "content-type") || http::ascii_iequals(name, "content-length") ||
+           http::ascii_iequals(name, "cache-control");
 }
 
 }  // namespace
@@ -27,9 +23,13 @@ held_connection::held_connection(hold_options options, unsigned shard, const set
                                  hold_counters& counters, std::function<void(held_connection&)> on_end)
     : options_(std::move(options)), shard_(shard), config_(config), counters_(counters), on_end_(std::move(on_end)) {}
 
+std::size_t held_connection::cost(const message& m) const noexcept {
+    return options_.mode == hold_mode::sse ? m.sse->size() : m.data->size();
+}
+
 void held_connection::deliver(const std::shared_ptr<const message>& m) {
     if (ended_ || overflowed_) return;
-    if (outbox_.size() + 1 > config_.outbox_max_messages || outbox_bytes_ + m->size() > config_.outbox_max_bytes) {
+    if (outbox_.size() + 1 > config_.outbox_max_messages || outbox_bytes_ + cost(*m) > config_.outbox_max_bytes) {
         if (config_.overflow == overflow_policy::close) {
             counters_.overflow_closed.fetch_add(1, std::memory_order_relaxed);
             overflowed_ = true;
@@ -39,18 +39,18 @@ void held_connection::deliver(const std::shared_ptr<const message>& m) {
             return;
         }
         while (!outbox_.empty() && (outbox_.size() + 1 > config_.outbox_max_messages ||
-                                    outbox_bytes_ + m->size() > config_.outbox_max_bytes)) {
-            outbox_bytes_ -= outbox_.front()->size();
+                                    outbox_bytes_ + cost(*m) > config_.outbox_max_bytes)) {
+            outbox_bytes_ -= cost(*outbox_.front());
             outbox_.pop_front();
             counters_.dropped.fetch_add(1, std::memory_order_relaxed);
         }
-        if (outbox_bytes_ + m->size() > config_.outbox_max_bytes) {  // larger than the whole outbox
+        if (outbox_bytes_ + cost(*m) > config_.outbox_max_bytes) {  // larger than the whole outbox
             counters_.dropped.fetch_add(1, std::memory_order_relaxed);
             return;
         }
     }
     outbox_.push_back(m);
-    outbox_bytes_ += m->size();
+    outbox_bytes_ += cost(*m);
     if (ex_) pump();
 }
 
@@ -122,7 +122,7 @@ void held_connection::pump() {
     while (!outbox_.empty() && ex_->pending_bytes() < write_buffer_room) {
         auto& m = outbox_.front();
         ex_->write_shared(m->sse);
-        outbox_bytes_ -= m->size();
+        outbox_bytes_ -= cost(*m);
         outbox_.pop_front();
         counters_.delivered.fetch_add(1, std::memory_order_relaxed);
     }

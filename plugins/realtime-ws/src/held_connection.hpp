@@ -45,6 +45,8 @@ public:
     void release() noexcept;
 
 private:
+    // The bytes `m` takes in this hold's outbox: what it will write.
+    std::size_t cost(const message& m) const noexcept;
     void start_sse(std::vector<http::response_header> headers);
     void start_poll(std::vector<http::response_header> headers);
     void pump();

@@ -11,7 +11,6 @@ namespace m0::realtime {
 struct message {
     std::shared_ptr<const std::string> data;  // as published: a long-poll body
     std::shared_ptr<const std::string> sse;   // the same as one SSE event
-    std::size_t size() const noexcept { return data->size() + sse->size(); }
 };
 
 // `event:` when given, one `data:` line per line of `data` (split on LF, a

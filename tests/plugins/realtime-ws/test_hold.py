@@ -239,6 +239,8 @@ def test_drain_ends_every_hold_cleanly(m0_server):
         assert server.wait(timeout=20) == 0
     log = server.output()
     assert "2 holds, 2 ended by the drain" in log
+    # Ended by m0, not cut at the drain deadline.
+    assert "force-closed 0, in flight at deadline 0" in log, log
 
 
 @pytest.mark.parametrize("ring", ["1", "0"])
