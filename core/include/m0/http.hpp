@@ -166,6 +166,11 @@ public:
     // validates them (tokens, no CR/LF); engine-owned names are dropped as
     // in headers. Declared last so existing vtable slots keep their place.
     virtual void end_with_trailers(std::vector<response_header> trailers) = 0;
+
+    // write() of a payload shared by many responses (a broadcast to held
+    // streams): queued without a copy per connection; the exchange holds a
+    // reference until it is written.
+    virtual void write_shared(std::shared_ptr<const std::string> data) = 0;
 };
 
 // A connection after 101 Switching Protocols: raw bytes both ways, owned by

@@ -25,6 +25,9 @@ void exchange_impl::begin(unsigned status, std::vector<response_header> headers,
 }
 
 void exchange_impl::write(std::string data) { session_->write(*this, std::move(data)); }
+void exchange_impl::write_shared(std::shared_ptr<const std::string> data) {
+    session_->write_shared(*this, std::move(data));
+}
 
 void exchange_impl::write_file(int fd, std::uint64_t offset, std::uint64_t length) {
     session_->write_file(*this, fd, offset, length);

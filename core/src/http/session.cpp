@@ -393,28 +393,40 @@ void session::begin(exchange_impl& ex, unsigned status, const std::vector<respon
 }
 
 void session::write(exchange_impl& ex, std::string&& data) {
+    if (data.empty()) return;
+    const std::size_t size = data.size();
+    write_body(ex, size, [&] { out_.push(std::move(data)); });
+}
+
+void session::write_shared(exchange_impl& ex, std::shared_ptr<const std::string> data) {
+    if (!data || data->empty()) return;
+    write_body(ex, data->size(), [&] { out_.push_shared(std::move(data)); });
+}
+
+template <class Push>
+void session::write_body(exchange_impl& ex, std::size_t size, Push push) {
     if (active_ != &ex || !resp_.begun) return;
-    if (!resp_.send_body || closed_ || data.empty()) return;
-    resp_.body_bytes += data.size();
+    if (!resp_.send_body || closed_) return;
+    resp_.body_bytes += size;
     switch (resp_.framing) {
     case body_framing::length:
-        if (data.size() > resp_.remaining) {
+        if (size > resp_.remaining) {
             abort(ex);  // more than announced: the framing would lie
             return;
         }
-        resp_.remaining -= data.size();
-        out_.push(std::move(data));
+        resp_.remaining -= size;
+        push();
         break;
     case body_framing::chunked: {
         auto& buf = out_.tail();
         const auto before = buf.size();
-        append_chunk_header(buf, data.size());
+        append_chunk_header(buf, size);
         out_.added(buf.size() - before);
-        out_.push(std::move(data));
+        push();
         out_.append(crlf);
         break;
     }
-    case body_framing::eof: out_.push(std::move(data)); break;
+    case body_framing::eof: push(); break;
     case body_framing::none: return;
     }
     streamed_added();

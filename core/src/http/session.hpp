@@ -58,6 +58,7 @@ public:
     void begin(exchange_impl& ex, unsigned status, const std::vector<response_header>& headers,
                std::optional<std::uint64_t> content_length);
     void write(exchange_impl& ex, std::string&& data);
+    void write_shared(exchange_impl& ex, std::shared_ptr<const std::string> data);
     void write_file(exchange_impl& ex, int fd, std::uint64_t offset, std::uint64_t length);
     // trailers: written after the last chunk of a chunked response, else dropped.
     void end(exchange_impl& ex, const std::vector<response_header>* trailers = nullptr);
@@ -83,6 +84,10 @@ public:
     boost::asio::io_context& io() noexcept;
 
 private:
+    // Frames one body write (Content-Length, chunked or to EOF); `push`
+    // queues the payload itself.
+    template <class Push>
+    void write_body(exchange_impl& ex, std::size_t size, Push push);
     enum class read_phase { idle, head, body, none };
 
     struct response_state {

@@ -11,6 +11,7 @@
 #include <m0/python/errors.hpp>
 #include <m0/python/gil.hpp>
 
+#include "wsgi_hold.hpp"
 #include "wsgi_objects.hpp"
 
 namespace m0::wsgi {
@@ -74,7 +75,7 @@ void stream_link::abandon() {
 
 wsgi_call::wsgi_call(application& app, http::exchange_ptr ex, request_facts facts)
     : app_(app), ex_(std::move(ex)), req_(&ex_->req()), facts_(std::move(facts)),
-      reactor_thread_(std::this_thread::get_id()) {}
+      reactor_thread_(std::this_thread::get_id()), reactor_io_(&ex_->io()) {}
 
 wsgi_call::~wsgi_call() {
     if (file_fd_ >= 0) ::close(file_fd_);
@@ -108,6 +109,11 @@ void wsgi_call::run(completion_port& port) noexcept {
     writer_ = objects.writer();
     {
         py_ref environ(app_.environ->build(*req_, facts_, objects.input()));
+        py_ref hold;
+        if (environ && app_.hub) {
+            hold = py_ref(make_hold_callable(this));
+            if (!hold || PyDict_SetItemString(environ.get(), "m0.hold", hold.get()) != 0) environ = py_ref();
+        }
         if (!environ) {
             fail("cannot build the environ");
         } else {
@@ -115,11 +121,17 @@ void wsgi_call::run(completion_port& port) noexcept {
             py_ref result(PyObject_Vectorcall(app_.callable.get(), args, 2, nullptr));
             if (!result) {
                 fail("the application raised");
+            } else if (hold_) {
+                // The hold answers; the view's body is not sent, only its
+                // extra headers (cookies) are kept.
+                close_iterable(result.get());
+                outcome_ = headers_sent_ ? outcome::abort : outcome::hold;
             } else {
                 consume(result.get());
                 close_iterable(result.get());
             }
         }
+        detach_hold_callable(hold.get());
     }
     objects.release();
     writer_ = nullptr;
@@ -369,7 +381,28 @@ PyObject* wsgi_call::write(PyObject* data) {
     Py_RETURN_NONE;
 }
 
+PyObject* wsgi_call::hold(realtime::hold_options options) {
+    if (hold_) {
+        PyErr_SetString(PyExc_RuntimeError, "m0.hold(): this request is already held");
+        return nullptr;
+    }
+    if (headers_sent_) {
+        PyErr_SetString(PyExc_RuntimeError, "m0.hold(): the response has already begun");
+        return nullptr;
+    }
+    hold_ = app_.hub->subscribe(*reactor_io_, std::move(options));
+    if (!hold_) {
+        PyErr_SetString(PyExc_RuntimeError, "m0.hold(): the server is stopping");
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
 void wsgi_call::complete(bool cancelled) noexcept {
+    if (hold_ && (cancelled || outcome_ != outcome::hold)) {
+        app_.hub->cancel(std::move(hold_));
+        hold_.reset();
+    }
     if (cancelled) {
         ex_->respond(503, {{"Content-Type", "text/plain; charset=utf-8"}}, "Service Unavailable\n");
         return;
@@ -406,6 +439,9 @@ void wsgi_call::complete(bool cancelled) noexcept {
         break;
     case outcome::abort:
         ex_->abort();
+        break;
+    case outcome::hold:
+        app_.hub->attach(std::move(hold_), ex_, std::move(head_.headers));
         break;
     }
 }

@@ -17,6 +17,7 @@
 #include <m0/executor.hpp>
 #include <m0/http.hpp>
 #include <m0/python/ref.hpp>
+#include <m0/realtime.hpp>
 
 #include "body_reader.hpp"
 #include "response_head.hpp"
@@ -53,6 +54,9 @@ struct application {
     python::py_ref callable;
     std::unique_ptr<environ_builder> environ;
     stream_registry streams;
+    // The realtime service; null without a `realtime:` section (then the
+    // environ has no m0.hold).
+    realtime::hub* hub = nullptr;
 };
 
 // A streamed response's link between the executor thread producing chunks
@@ -106,9 +110,12 @@ public:
     // reference, or null with a Python exception set.
     PyObject* start_response(PyObject* status, PyObject* headers, PyObject* exc_info);
     PyObject* write(PyObject* data);
+    // environ["m0.hold"]: subscribes now, on this executor thread, so that
+    // nothing published after the view returns is missed.
+    PyObject* hold(realtime::hold_options options);
 
 private:
-    enum class outcome { respond, streamed, file, error, abort };
+    enum class outcome { respond, streamed, file, error, abort, hold };
 
     void consume(PyObject* result);
     bool consume_sequence(PyObject* seq);
@@ -127,6 +134,8 @@ private:
     const http::request* req_;
     request_facts facts_;
     std::thread::id reactor_thread_;
+    boost::asio::io_context* reactor_io_;
+    std::shared_ptr<realtime::pending_hold> hold_;
     completion_port* port_ = nullptr;
     PyObject* writer_ = nullptr;  // the write() callable start_response returns
     bool on_reactor_ = false;  // the inline executor: no reactor loop runs while the app does

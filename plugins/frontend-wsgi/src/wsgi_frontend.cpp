@@ -8,6 +8,8 @@
 #include <m0/python/fork.hpp>
 #include <m0/python/gil.hpp>
 #include <m0/python/interpreter.hpp>
+#include <m0/python/m0_module.hpp>
+#include <m0/services.hpp>
 
 #include "wsgi_objects.hpp"
 #include "wsgi_settings.hpp"
@@ -21,7 +23,13 @@ wsgi_frontend::wsgi_frontend(plugin_context& ctx) {
     statics_ = std::make_unique<static_files::static_mounts>(app_.config.statics);
     python::start(py);
 
+    // Modules are built before the frontend: the hub, if any, is there.
+    app_.hub = ctx.services ? ctx.services->find<realtime::hub>() : nullptr;
     python::gil_scope gil;
+    if (!python::install_m0_module(app_.hub)) {
+        python::log_exception("wsgi: cannot create the m0 module");
+        throw std::runtime_error("wsgi: cannot create the m0 module");
+    }
     if (!init_object_types()) {
         python::log_exception("wsgi: cannot create the WSGI types");
         throw std::runtime_error("wsgi: cannot create the WSGI types");

@@ -24,10 +24,10 @@ def check(tmp_path):
 
 
 def test_a_section_no_plugin_reads_is_refused_at_its_key(check):
-    code, err = check("frontend: {type: http}\nrealtime: {}\n")
+    code, err = check("frontend: {type: http}\nsessions: {}\n")
     assert code == 2
-    assert err.endswith("m0.yaml:2:1: realtime: unknown section 'realtime': neither a core section nor a module "
-                        "plugin (m0-module-realtime.so) found in the plugin path, and no plugin of this deployment "
+    assert err.endswith("m0.yaml:2:1: sessions: unknown section 'sessions': neither a core section nor a module "
+                        "plugin (m0-module-sessions.so) found in the plugin path, and no plugin of this deployment "
                         "reads it"), err
 
 

@@ -1,0 +1,186 @@
+#include "held_connection.hpp"
+
+#include <string_view>
+
+#include <boost/asio/error.hpp>
+
+namespace m0::realtime {
+namespace {
+
+// Messages are handed to the connection's write buffer while it holds less
+// than this; the rest waits in the outbox, where the limits apply.
+constexpr std::size_t write_buffer_room = 64 * 1024;
+
+// The view's headers that the hold's own answer replaces.
+bool owned_by_hold(std::string_view name) {
+    return http::ascii_iequals(name, "content-type") || http::ascii_iequals(name, "content-length") ||
+           http::ascii_iequals(name, "cache-control");
+}
+
+}  // namespace
+
+held_connection::held_connection(hold_options options, unsigned shard, const settings& config,
+                                 hold_counters& counters, std::function<void(held_connection&)> on_end)
+    : options_(std::move(options)), shard_(shard), config_(config), counters_(counters), on_end_(std::move(on_end)) {}
+
+std::size_t held_connection::cost(const message& m) const noexcept {
+    return options_.mode == hold_mode::sse ? m.sse->size() : m.data->size();
+}
+
+void held_connection::deliver(const std::shared_ptr<const message>& m) {
+    if (ended_ || overflowed_) return;
+    if (outbox_.size() + 1 > config_.outbox_max_messages || outbox_bytes_ + cost(*m) > config_.outbox_max_bytes) {
+        if (config_.overflow == overflow_policy::close) {
+            counters_.overflow_closed.fetch_add(1, std::memory_order_relaxed);
+            overflowed_ = true;
+            outbox_.clear();
+            outbox_bytes_ = 0;
+            if (ex_) end_stream();
+            return;
+        }
+        while (!outbox_.empty() && (outbox_.size() + 1 > config_.outbox_max_messages ||
+                                    outbox_bytes_ + cost(*m) > config_.outbox_max_bytes)) {
+            outbox_bytes_ -= cost(*outbox_.front());
+            outbox_.pop_front();
+            counters_.dropped.fetch_add(1, std::memory_order_relaxed);
+        }
+        if (outbox_bytes_ + cost(*m) > config_.outbox_max_bytes) {  // larger than the whole outbox
+            counters_.dropped.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+    }
+    outbox_.push_back(m);
+    outbox_bytes_ += cost(*m);
+    if (ex_) pump();
+}
+
+void held_connection::attach(http::exchange_ptr ex, std::vector<http::response_header> headers) {
+    if (ended_) return;
+    ex_ = std::move(ex);
+    std::erase_if(headers, [](const http::response_header& h) { return owned_by_hold(h.name); });
+    counters_.held.fetch_add(1, std::memory_order_relaxed);
+    auto weak = weak_from_this();
+    ex_->on_client_gone([weak] {
+        if (auto self = weak.lock()) self->finish();
+    });
+    ex_->on_drain([weak] {
+        if (auto self = weak.lock()) {
+            if (self->ended_) return;
+            self->counters_.ended_by_drain.fetch_add(1, std::memory_order_relaxed);
+            self->end_stream();
+        }
+    });
+    if (options_.mode == hold_mode::sse)
+        start_sse(std::move(headers));
+    else
+        start_poll(std::move(headers));
+}
+
+void held_connection::start_sse(std::vector<http::response_header> headers) {
+    headers.push_back({"Content-Type", "text/event-stream"});
+    headers.push_back({"Cache-Control", "no-cache"});
+    ex_->begin(200, std::move(headers), std::nullopt);
+    if (overflowed_) {
+        end_stream();
+        return;
+    }
+    pump();
+    timer_.emplace(ex_->io());
+    arm_heartbeat();
+}
+
+void held_connection::start_poll(std::vector<http::response_header> headers) {
+    headers_ = std::move(headers);
+    if (!outbox_.empty() || overflowed_) {
+        pump();
+        if (overflowed_) end_stream();
+        return;
+    }
+    if (!options_.timeout) return;
+    timer_.emplace(ex_->io());
+    timer_->expires_after(*options_.timeout);
+    timer_->async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+        if (ec) return;
+        if (auto self = weak.lock()) self->end_stream();
+    });
+}
+
+void held_connection::pump() {
+    if (ended_ || !ex_) return;
+    if (options_.mode == hold_mode::poll) {
+        if (outbox_.empty()) return;
+        auto m = std::move(outbox_.front());
+        outbox_.clear();
+        outbox_bytes_ = 0;
+        counters_.delivered.fetch_add(1, std::memory_order_relaxed);
+        ex_->begin(200, std::move(headers_), m->data->size());
+        ex_->write_shared(m->data);
+        ex_->end();
+        finish();
+        return;
+    }
+    while (!outbox_.empty() && ex_->pending_bytes() < write_buffer_room) {
+        auto& m = outbox_.front();
+        ex_->write_shared(m->sse);
+        outbox_bytes_ -= cost(*m);
+        outbox_.pop_front();
+        counters_.delivered.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (!outbox_.empty() && !waiting_room_) {
+        waiting_room_ = true;
+        ex_->when_drained(write_buffer_room / 2, [weak = weak_from_this()] {
+            if (auto self = weak.lock()) {
+                self->waiting_room_ = false;
+                self->pump();
+            }
+        });
+    }
+}
+
+void held_connection::arm_heartbeat() {
+    timer_->expires_after(config_.sse_heartbeat);
+    timer_->async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+        if (ec) return;
+        auto self = weak.lock();
+        if (!self || self->ended_) return;
+        // A comment line: keeps proxies from timing the stream out and shows
+        // a client that is gone.
+        if (self->ex_->pending_bytes() < write_buffer_room) self->ex_->write(":\n\n");
+        self->arm_heartbeat();
+    });
+}
+
+void held_connection::end_stream() {
+    if (ended_) return;
+    if (ex_) {
+        if (options_.mode == hold_mode::sse)
+            ex_->end();  // the final chunk: a clean end the client can tell from a cut
+        else
+            ex_->respond(204, std::move(headers_), {});
+    }
+    finish();
+}
+
+void held_connection::finish() {
+    if (ended_) return;
+    ended_ = true;
+    if (timer_) timer_->cancel();
+    outbox_.clear();
+    outbox_bytes_ = 0;
+    ex_.reset();
+    if (on_end_) {
+        auto fn = std::move(on_end_);
+        on_end_ = nullptr;
+        fn(*this);
+    }
+}
+
+void held_connection::release() noexcept {
+    ended_ = true;
+    timer_.reset();
+    outbox_.clear();
+    ex_.reset();
+    on_end_ = nullptr;
+}
+
+}  // namespace m0::realtime

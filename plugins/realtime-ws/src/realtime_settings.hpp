@@ -1,0 +1,27 @@
+#pragma once
+// The `realtime:` section (plugins/realtime-ws/README.md lists every key).
+#include <chrono>
+#include <cstddef>
+
+#include <m0/config.hpp>
+
+namespace m0::realtime {
+
+enum class overflow_policy {
+    close,        // end the held stream (its client reconnects and resynchronises)
+    drop_oldest,  // drop the oldest queued message to make room
+};
+
+struct settings {
+    // Bounds on what waits for one slow client: messages not yet handed to
+    // the connection's write buffer.
+    std::size_t outbox_max_bytes = 1 << 20;
+    std::size_t outbox_max_messages = 1024;
+    overflow_policy overflow = overflow_policy::close;
+    std::chrono::milliseconds sse_heartbeat{15000};
+};
+
+// Throws config_error (with the YAML location) on a bad value.
+settings read_settings(const config_node& section);
+
+}  // namespace m0::realtime

@@ -1,0 +1,73 @@
+"""Plain WSGI views of the hold-path tests: a view holds its connection with
+environ["m0.hold"] and returns; another publishes with m0.publish()."""
+import json
+import threading
+import time
+from urllib.parse import parse_qs
+
+import m0
+
+
+def _query(environ):
+    return {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+
+
+def app(environ, start_response):
+    path = environ["PATH_INFO"]
+    q = _query(environ)
+    if path == "/hold":
+        timeout = float(q["timeout"]) if "timeout" in q else None
+        channels = q.get("channels", "news").split(",")
+        environ["m0.hold"](channels, q.get("mode", "sse"), timeout=timeout)
+        # What the tests wait for before they publish: the hold is subscribed.
+        print(f"held {q.get('tag', '')}", flush=True)
+        # The body is dropped; the cookie stays.
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Set-Cookie", "seen=1")])
+        return [b"not sent"]
+    if path == "/publish":
+        body = environ["wsgi.input"].read()
+        m0.publish(q.get("channel", "news"), body, event=q.get("event"))
+        start_response("204 No Content", [])
+        return []
+    if path == "/publish-many":
+        # A burst bigger than any socket buffer, for the outbox limits.
+        size, count = int(q["size"]), int(q["count"])
+        for i in range(count):
+            m0.publish(q.get("channel", "news"), f"{i:08d}".encode() + b"x" * size)
+        start_response("204 No Content", [])
+        return []
+    if path == "/publish-from-thread":
+        # Any thread: one the view starts and does not wait for.
+        threading.Thread(target=m0.publish, args=(q.get("channel", "news"), q.get("data", "threaded"))).start()
+        start_response("204 No Content", [])
+        return []
+    if path == "/slow":
+        time.sleep(float(q.get("seconds", "1.5")))
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"slow done"]
+    if path == "/bad-hold":
+        try:
+            channels = [] if "empty" in q else q.get("channels", "news")
+            environ["m0.hold"](channels, q.get("mode", "sse"), timeout=q.get("timeout"))
+        except (ValueError, TypeError) as e:
+            start_response("400 Bad Request", [("Content-Type", "text/plain")])
+            return [f"{type(e).__name__}: {e}".encode()]
+        start_response("200 OK", [])
+        return [b"held?"]
+    if path == "/hold-then-raise":
+        environ["m0.hold"]("news")
+        raise RuntimeError("the view failed after holding")
+    if path == "/publish-errors":
+        out = {}
+        for name, call in (("channel", lambda: m0.publish(1, "x")),
+                           ("data", lambda: m0.publish("news", 1)),
+                           ("event", lambda: m0.publish("news", "x", event="a\nb"))):
+            try:
+                call()
+                out[name] = "accepted"
+            except (TypeError, ValueError) as e:
+                out[name] = type(e).__name__
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [json.dumps(out).encode()]
+    start_response("404 Not Found", [("Content-Type", "text/plain")])
+    return [b"not found"]

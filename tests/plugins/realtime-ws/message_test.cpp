@@ -1,0 +1,58 @@
+// A published message as an SSE event, and the `realtime:` keys.
+#define BOOST_TEST_MODULE realtime_message
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+
+#include <m0/config.hpp>
+
+#include "core/config/config_test_support.hpp"
+#include "message.hpp"
+#include "realtime_settings.hpp"
+
+using m0::realtime::format_sse_event;
+
+namespace {
+
+m0::realtime::settings parse(const std::string& yaml) {
+    auto doc = m0::config_document::from_string(yaml, "test.yaml");
+    return m0::realtime::read_settings(doc.root().child("realtime"));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(one_line_without_event) { BOOST_TEST(format_sse_event("hi", std::nullopt) == "data: hi\n\n"); }
+
+BOOST_AUTO_TEST_CASE(event_name_and_a_data_line_per_line) {
+    BOOST_TEST(format_sse_event("a\nb\r\nc", "chat") == "event: chat\ndata: a\ndata: b\ndata: c\n\n");
+}
+
+BOOST_AUTO_TEST_CASE(empty_and_trailing_lines_are_kept) {
+    // An empty payload is still an event (one empty data line); a trailing
+    // newline is an empty last line, as a client would read it back.
+    BOOST_TEST(format_sse_event("", std::nullopt) == "data: \n\n");
+    BOOST_TEST(format_sse_event("x\n", std::nullopt) == "data: x\ndata: \n\n");
+}
+
+BOOST_AUTO_TEST_CASE(settings_defaults_and_values) {
+    auto d = parse("realtime: {}\n");
+    BOOST_TEST(d.outbox_max_bytes == 1u << 20);
+    BOOST_TEST(d.outbox_max_messages == 1024u);
+    BOOST_TEST((d.overflow == m0::realtime::overflow_policy::close));
+    BOOST_TEST(d.sse_heartbeat.count() == 15000);
+    auto s = parse("realtime:\n  outbox: {max_bytes: 64k, max_messages: 8, overflow: drop_oldest}\n"
+                   "  sse: {heartbeat: 2s}\n");
+    BOOST_TEST(s.outbox_max_bytes == 64u * 1024);
+    BOOST_TEST(s.outbox_max_messages == 8u);
+    BOOST_TEST((s.overflow == m0::realtime::overflow_policy::drop_oldest));
+    BOOST_TEST(s.sse_heartbeat.count() == 2000);
+}
+
+BOOST_AUTO_TEST_CASE(settings_errors_name_the_key) {
+    auto err = m0::test::error_of([] { parse("realtime: {bus: \"redis://127.0.0.1:6379/0\"}\n"); });
+    BOOST_TEST(err.find("realtime.bus") != std::string::npos, err);
+    err = m0::test::error_of([] { parse("realtime: {outbox: {max_mesages: 3}}\n"); });
+    BOOST_TEST(err.find("did you mean 'max_messages'") != std::string::npos, err);
+    err = m0::test::error_of([] { parse("realtime: {sse: {heartbeat: 0s}}\n"); });
+    BOOST_TEST(err.find("realtime.sse.heartbeat") != std::string::npos, err);
+}
