@@ -32,8 +32,10 @@ namespace m0 {
 namespace {
 
 constexpr unsigned max_workers = 256;
-// After the drain deadline, how long force-closed workers get to return
-// before they are detached and reported.
+// After the drain deadline, how long force-closed workers get, in all, to
+// return before they are detached and reported. One budget shared by the
+// force-close, stop and join steps, so a reactor held by application code
+// (the inline executor) costs a stop this long once, not once per step.
 constexpr std::chrono::milliseconds exit_grace{2000};
 
 enum phase : int { serving = 0, draining = 1, force_closing = 2 };
@@ -263,7 +265,7 @@ void scheduler::start() {
             }
         }
     } catch (...) {
-        stop_and_join_all();
+        stop_and_join_all(std::chrono::steady_clock::now() + exit_grace);
         throw;
     }
 }
@@ -402,16 +404,19 @@ std::vector<worker_report> scheduler::drain(std::chrono::milliseconds timeout) {
         wake_all();
         all_done = wait_all_until(std::chrono::steady_clock::now() + timeout);
     }
+    auto const grace_deadline = std::chrono::steady_clock::now() + exit_grace;
     if (!all_done) {
+        // Half the grace for connections to close on the reactors' own
+        // terms, the rest for reactors that only notice the stop flag.
         raise_phase(force_closing);
         wake_all();
-        all_done = wait_all_until(std::chrono::steady_clock::now() + exit_grace);
+        all_done = wait_all_until(std::chrono::steady_clock::now() + exit_grace / 2);
         state.stop.store(true, std::memory_order_release);
         wake_all();
-        if (!all_done) all_done = wait_all_until(std::chrono::steady_clock::now() + exit_grace);
+        if (!all_done) all_done = wait_all_until(grace_deadline);
     }
     state.stop.store(true, std::memory_order_release);
-    stop_and_join_all();
+    stop_and_join_all(grace_deadline);
 
     reports_.clear();
     for (auto& w : workers_) {
@@ -449,7 +454,7 @@ void scheduler::shutdown() {
     drain(std::chrono::milliseconds::zero());
 }
 
-void scheduler::stop_and_join_all() {
+void scheduler::stop_and_join_all(std::chrono::steady_clock::time_point grace_deadline) {
     state_->stop.store(true, std::memory_order_release);
     for (auto& w : workers_) {
         if (!w->thread.joinable()) continue;
@@ -459,7 +464,7 @@ void scheduler::stop_and_join_all() {
         } else {
             boost::asio::post(*w->io, [] {});
             std::unique_lock lock(state_->mutex);
-            bool done = state_->changed.wait_for(lock, exit_grace, [&] { return w->finished.load(std::memory_order_acquire); });
+            bool done = state_->changed.wait_until(lock, grace_deadline, [&] { return w->finished.load(std::memory_order_acquire); });
             lock.unlock();
             if (done) {
                 w->thread.join();

@@ -97,7 +97,9 @@ private:
     struct worker;
     struct shared_state;
     void run_worker(worker& w);
-    void stop_and_join_all();
+    // Stops every reactor and joins it; one still running at grace_deadline
+    // is detached (its resources leaked, never freed under it).
+    void stop_and_join_all(std::chrono::steady_clock::time_point grace_deadline);
 
     frontend& frontend_;
     std::vector<executor*> executors_;
