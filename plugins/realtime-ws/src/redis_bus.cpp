@@ -30,34 +30,39 @@ redis_bus::~redis_bus() { stop(); }
 
 void redis_bus::start(sink deliver) {
     deliver_ = std::move(deliver);
-    work_.emplace(io_.get_executor());
-    subscriber_.conn.emplace(io_, settings_.address, settings_.connect_timeout,
+    io_ = std::make_unique<asio::io_context>(1);
+    work_.emplace(io_->get_executor());
+    subscriber_.emplace(*io_);
+    publisher_.emplace(*io_);
+    loss_timer_.emplace(*io_);
+    subscriber_->conn.emplace(*io_, settings_.address, settings_.connect_timeout,
                              redis_connection::callbacks{
                                  .up = [this] { on_subscriber_up(); },
                                  .replies = [this](const std::vector<redisReply*>& r) { on_subscriber_replies(r); },
-                                 .down = [this](const std::string& why) { on_down(subscriber_, "subscriber", why); },
+                                 .down = [this](const std::string& why) { on_down(*subscriber_, "subscriber", why); },
                              });
-    publisher_.conn.emplace(io_, settings_.address, settings_.connect_timeout,
+    publisher_->conn.emplace(*io_, settings_.address, settings_.connect_timeout,
                             redis_connection::callbacks{
                                 .up = [this] { on_publisher_up(); },
                                 .replies = [this](const std::vector<redisReply*>& r) { on_publisher_replies(r); },
-                                .down = [this](const std::string& why) { on_down(publisher_, "publisher", why); },
+                                .down = [this](const std::string& why) { on_down(*publisher_, "publisher", why); },
                             });
-    asio::post(io_, [this] {
-        subscriber_.conn->connect();
-        publisher_.conn->connect();
+    asio::post(*io_, [this] {
+        subscriber_->conn->connect();
+        publisher_->conn->connect();
         arm_loss_log();
     });
     thread_ = std::thread([this] {
         pthread_setname_np(pthread_self(), "m0-redis-bus");
-        io_.run();
+        io_->run();
     });
+    started_.store(true, std::memory_order_release);
     log::info("realtime: bus " + describe() + ", channels prefixed '" + settings_.prefix + "'");
 }
 
 void redis_bus::stop() {
     if (!thread_.joinable()) return;
-    asio::post(io_, [this] {
+    asio::post(*io_, [this] {
         // What is still queued never reaches Redis.
         {
             std::lock_guard lock(mutex_);
@@ -66,19 +71,22 @@ void redis_bus::stop() {
         }
         count_lost(in_flight_);
         in_flight_ = 0;
-        subscriber_.conn->close();
-        publisher_.conn->close();
-        subscriber_.retry.cancel();
-        publisher_.retry.cancel();
-        loss_timer_.cancel();
+        subscriber_->conn->close();
+        publisher_->conn->close();
+        subscriber_->retry.cancel();
+        publisher_->retry.cancel();
+        loss_timer_->cancel();
         log_losses(true);
         work_.reset();
+        // A handler that had already completed (a loss tick, a retry) would
+        // arm its timer again: leave now; what is left is destroyed unrun.
+        io_->stop();
     });
     thread_.join();
 }
 
 void redis_bus::publish(std::string_view channel, std::string_view data, std::optional<std::string_view> event) {
-    if (publisher_link_.load(std::memory_order_acquire) == link::down) {
+    if (!started_.load(std::memory_order_acquire) || publisher_link_.load(std::memory_order_acquire) == link::down) {
         // Redis is unreachable: dropped now rather than delivered late.
         count_lost(1);
         return;
@@ -99,7 +107,7 @@ void redis_bus::publish(std::string_view channel, std::string_view data, std::op
         wake = !std::exchange(publish_wake_posted_, true);
     }
     // One wake per burst: the bus thread takes every queued publish at once.
-    if (wake) asio::post(io_, [this] { take_publishes(); });
+    if (wake) asio::post(*io_, [this] { take_publishes(); });
 }
 
 void redis_bus::subscribe(std::string_view channel) {
@@ -109,9 +117,11 @@ void redis_bus::subscribe(std::string_view channel) {
         std::string ch(channel);
         if (++refs_[ch] != 1) return;
         dirty_.insert(std::move(ch));
-        wake = !std::exchange(sync_posted_, true);
+        wake = started_.load(std::memory_order_acquire) && !std::exchange(sync_posted_, true);
     }
-    if (wake) asio::post(io_, [this] { sync_subscriptions(); });
+    // Before start() there is nothing to wake: the first connection
+    // subscribes to every channel counted.
+    if (wake) asio::post(*io_, [this] { sync_subscriptions(); });
 }
 
 void redis_bus::unsubscribe(std::string_view channel) {
@@ -122,9 +132,11 @@ void redis_bus::unsubscribe(std::string_view channel) {
         if (it == refs_.end() || --it->second != 0) return;
         dirty_.insert(it->first);
         refs_.erase(it);
-        wake = !std::exchange(sync_posted_, true);
+        wake = started_.load(std::memory_order_acquire) && !std::exchange(sync_posted_, true);
     }
-    if (wake) asio::post(io_, [this] { sync_subscriptions(); });
+    // Before start() there is nothing to wake: the first connection
+    // subscribes to every channel counted.
+    if (wake) asio::post(*io_, [this] { sync_subscriptions(); });
 }
 
 bus_stats redis_bus::stats() const {
@@ -160,7 +172,7 @@ void redis_bus::take_publishes() {
     out.reserve(size);
     for (auto& c : batch) out += c;
     in_flight_ += batch.size();
-    publisher_.conn->send(out);
+    publisher_->conn->send(out);
 }
 
 void redis_bus::sync_subscriptions() {
@@ -168,7 +180,7 @@ void redis_bus::sync_subscriptions() {
     {
         std::lock_guard lock(mutex_);
         sync_posted_ = false;
-        if (!subscriber_.conn || !subscriber_.conn->up()) return;  // on_subscriber_up subscribes to all
+        if (!subscriber_->conn->up()) return;  // on_subscriber_up subscribes to all
         for (auto& ch : dirty_) {
             bool want = refs_.contains(ch);
             bool have = subscribed_.contains(ch);
@@ -187,16 +199,16 @@ void redis_bus::sync_subscriptions() {
     };
     if (!add.empty()) {
         for (auto& ch : add) subscribed_.insert(ch);
-        subscriber_.conn->send(command("SUBSCRIBE", add));
+        subscriber_->conn->send(command("SUBSCRIBE", add));
     }
     if (!remove.empty()) {
         for (auto& ch : remove) subscribed_.erase(ch);
-        subscriber_.conn->send(command("UNSUBSCRIBE", remove));
+        subscriber_->conn->send(command("UNSUBSCRIBE", remove));
     }
 }
 
 void redis_bus::on_subscriber_up() {
-    on_up(subscriber_, "subscriber");
+    on_up(*subscriber_, "subscriber");
     // A new connection has no subscriptions: ask again for every channel held.
     subscribed_.clear();
     {
@@ -228,7 +240,7 @@ void redis_bus::on_subscriber_replies(const std::vector<redisReply*>& replies) {
 }
 
 void redis_bus::on_publisher_up() {
-    on_up(publisher_, "publisher");
+    on_up(*publisher_, "publisher");
     publisher_link_.store(link::up, std::memory_order_release);
     take_publishes();
 }
@@ -255,7 +267,7 @@ void redis_bus::on_up(connection_state& c, const char* role) {
 }
 
 void redis_bus::on_down(connection_state& c, const char* role, const std::string& why) {
-    if (&c == &publisher_) {
+    if (&c == &*publisher_) {
         publisher_link_.store(link::down, std::memory_order_release);
         // Sent but not confirmed: Redis may or may not have passed them on.
         count_lost(in_flight_);
@@ -276,8 +288,8 @@ void redis_bus::on_down(connection_state& c, const char* role, const std::string
 }
 
 void redis_bus::arm_loss_log() {
-    loss_timer_.expires_after(std::chrono::seconds(1));
-    loss_timer_.async_wait([this](boost::system::error_code ec) {
+    loss_timer_->expires_after(std::chrono::seconds(1));
+    loss_timer_->async_wait([this](boost::system::error_code ec) {
         if (ec) return;
         log_losses(false);
         arm_loss_log();

@@ -73,7 +73,9 @@ private:
 
     const redis_bus_settings settings_;
     sink deliver_;
-    boost::asio::io_context io_{1};
+    // Made in start(), in the serving process: an io_context made before a
+    // fork would share its epoll instance with every sibling.
+    std::unique_ptr<boost::asio::io_context> io_;
     std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
     std::thread thread_;
 
@@ -85,13 +87,14 @@ private:
     std::unordered_set<std::string> dirty_;           // channels whose count crossed zero
     bool sync_posted_ = false;
     std::atomic<link> publisher_link_{link::connecting};
+    std::atomic<bool> started_{false};  // io_ exists; a publish before (an import-time one) is lost
 
-    // Bus thread only.
-    connection_state subscriber_{io_};
-    connection_state publisher_{io_};
+    // Bus thread only (made in start()).
+    std::optional<connection_state> subscriber_;
+    std::optional<connection_state> publisher_;
     std::unordered_set<std::string> subscribed_;  // what the subscriber connection asked Redis for
     std::uint64_t in_flight_ = 0;                 // PUBLISH sent, reply not read yet
-    boost::asio::steady_timer loss_timer_{io_};
+    std::optional<boost::asio::steady_timer> loss_timer_;
     std::uint64_t lost_logged_ = 0;
     std::chrono::steady_clock::time_point last_loss_log_{};
 
