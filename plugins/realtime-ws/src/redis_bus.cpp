@@ -258,10 +258,8 @@ void redis_bus::on_publisher_replies(const std::vector<redisReply*>& replies) {
 }
 
 void redis_bus::on_up(connection_state& c, const char* role) {
-    if (c.was_up) {
-        reconnects_.fetch_add(1, std::memory_order_relaxed);
-        log::info(std::string("realtime: redis ") + role + " reconnected to " + describe());
-    }
+    if (c.was_up) reconnects_.fetch_add(1, std::memory_order_relaxed);
+    log::info(std::string("realtime: redis ") + role + (c.was_up ? " reconnected to " : " connected to ") + describe());
     c.was_up = true;
     c.failures = 0;
 }
