@@ -40,6 +40,12 @@ public:
     virtual void subscribe(std::string_view channel) = 0;
     virtual void unsubscribe(std::string_view channel) = 0;
 
+    // Any thread but the bus's: returns once the bus delivers every one of
+    // `channels` to this process (after subscribe), the bus is unreachable,
+    // or the bus's connect timeout passed. A message published from anywhere
+    // after it returned reaches the sink. The memory bus returns at once.
+    virtual void wait_listening(std::span<const std::string> channels) {}
+
     virtual bus_stats stats() const = 0;
     // "memory", or the Redis URL without its password.
     virtual std::string describe() const = 0;

@@ -103,18 +103,24 @@ void realtime_module::run_mailbox(mailbox& box) {
 }
 
 std::shared_ptr<pending_hold> realtime_module::subscribe(boost::asio::io_context& reactor, hold_options options) {
-    std::lock_guard lock(mutex_);
-    auto s = std::find_if(shards_.begin(), shards_.end(), [&](const shard& x) { return x.io == &reactor; });
-    if (s == shards_.end()) return nullptr;
-    auto h = std::make_shared<held_connection>(std::move(options), static_cast<unsigned>(s - shards_.begin()),
-                                               config_, counters_, [this](held_connection& c) { unsubscribe(c); });
-    // Registered before the view returns: a publish from now on reaches the
-    // hold's outbox even while the reactor has not attached it yet.
-    for (auto& ch : h->options().channels) {
-        auto& list = channels_[ch];
-        if (list.empty()) bus_->subscribe(ch);
-        if (std::find(list.begin(), list.end(), h) == list.end()) list.push_back(h);
+    std::shared_ptr<held_connection> h;
+    {
+        std::lock_guard lock(mutex_);
+        auto s = std::find_if(shards_.begin(), shards_.end(), [&](const shard& x) { return x.io == &reactor; });
+        if (s == shards_.end()) return nullptr;
+        h = std::make_shared<held_connection>(std::move(options), static_cast<unsigned>(s - shards_.begin()), config_,
+                                              counters_, [this](held_connection& c) { unsubscribe(c); });
+        // Registered before the view returns: a publish from now on reaches
+        // the hold's outbox even while the reactor has not attached it yet.
+        for (auto& ch : h->options().channels) {
+            auto& list = channels_[ch];
+            if (list.empty()) bus_->subscribe(ch);
+            if (std::find(list.begin(), list.end(), h) == list.end()) list.push_back(h);
+        }
     }
+    // The same promise across processes: the view returns once the bus
+    // (Redis) brings this process the hold's channels.
+    bus_->wait_listening(h->options().channels);
     return h;
 }
 

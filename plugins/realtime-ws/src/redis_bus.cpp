@@ -71,6 +71,11 @@ void redis_bus::stop() {
         }
         count_lost(in_flight_);
         in_flight_ = 0;
+        {
+            std::lock_guard lock(mutex_);
+            subscriber_up_ = false;
+        }
+        listening_.notify_all();
         subscriber_->conn->close();
         publisher_->conn->close();
         subscriber_->retry.cancel();
@@ -139,6 +144,16 @@ void redis_bus::unsubscribe(std::string_view channel) {
     if (wake) asio::post(*io_, [this] { sync_subscriptions(); });
 }
 
+void redis_bus::wait_listening(std::span<const std::string> channels) {
+    auto deadline = std::chrono::steady_clock::now() + settings_.connect_timeout;
+    std::unique_lock lock(mutex_);
+    // Redis down: nothing to wait for; the subscription follows on reconnect.
+    listening_.wait_until(lock, deadline, [&] {
+        return !subscriber_up_ ||
+               std::all_of(channels.begin(), channels.end(), [&](const std::string& ch) { return confirmed_.contains(ch); });
+    });
+}
+
 bus_stats redis_bus::stats() const {
     return {.published = published_.load(std::memory_order_relaxed),
             .delivered = delivered_.load(std::memory_order_relaxed),
@@ -188,6 +203,9 @@ void redis_bus::sync_subscriptions() {
             if (!want && have) remove.push_back(ch);
         }
         dirty_.clear();
+        // No longer listening from now on, not from the reply: a subscribe
+        // that follows must wait for its own confirmation.
+        for (auto& ch : remove) confirmed_.erase(ch);
     }
     auto command = [this](std::string_view verb, const std::vector<std::string>& channels) {
         std::vector<std::string> keys;
@@ -209,6 +227,10 @@ void redis_bus::sync_subscriptions() {
 
 void redis_bus::on_subscriber_up() {
     on_up(*subscriber_, "subscriber");
+    {
+        std::lock_guard lock(mutex_);
+        subscriber_up_ = true;
+    }
     // A new connection has no subscriptions: ask again for every channel held.
     subscribed_.clear();
     {
@@ -221,17 +243,30 @@ void redis_bus::on_subscriber_up() {
 void redis_bus::on_subscriber_replies(const std::vector<redisReply*>& replies) {
     std::vector<bus_message> batch;
     batch.reserve(replies.size());
+    bool confirmations = false;
     for (const redisReply* r : replies) {
         if (r->type == REDIS_REPLY_ERROR) {
             log::warning("realtime: redis subscriber: " + std::string(reply_text(r)));
             continue;
         }
-        if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 || reply_text(r->element[0]) != "message") continue;
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) continue;
+        std::string_view kind = reply_text(r->element[0]);
         std::string_view key = reply_text(r->element[1]);
         if (!key.starts_with(settings_.prefix)) continue;
-        auto payload = decode_bus_payload(reply_text(r->element[2]));
-        batch.push_back({key.substr(settings_.prefix.size()), payload.data, payload.event});
+        std::string_view channel = key.substr(settings_.prefix.size());
+        if (kind == "message") {
+            auto payload = decode_bus_payload(reply_text(r->element[2]));
+            batch.push_back({channel, payload.data, payload.event});
+        } else if (kind == "subscribe" || kind == "unsubscribe") {
+            std::lock_guard lock(mutex_);
+            if (kind == "subscribe")
+                confirmed_.insert(std::string(channel));
+            else
+                confirmed_.erase(std::string(channel));
+            confirmations = true;
+        }
     }
+    if (confirmations) listening_.notify_all();
     if (batch.empty()) return;
     delivered_.fetch_add(batch.size(), std::memory_order_relaxed);
     // One call for everything this read brought: the hub posts once per
@@ -272,6 +307,12 @@ void redis_bus::on_down(connection_state& c, const char* role, const std::string
         in_flight_ = 0;
     } else {
         subscribed_.clear();
+        {
+            std::lock_guard lock(mutex_);
+            subscriber_up_ = false;
+            confirmed_.clear();
+        }
+        listening_.notify_all();
     }
     if (c.failures == 0)
         log::warning(std::string("realtime: redis ") + role + ": " + (c.was_up ? "lost " : "no ") + "connection to " +

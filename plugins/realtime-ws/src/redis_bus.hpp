@@ -5,6 +5,7 @@
 // mutex, so a publish never waits for the network.
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,7 @@ public:
     void publish(std::string_view channel, std::string_view data, std::optional<std::string_view> event) override;
     void subscribe(std::string_view channel) override;
     void unsubscribe(std::string_view channel) override;
+    void wait_listening(std::span<const std::string> channels) override;
     bus_stats stats() const override;
     std::string describe() const override { return settings_.address.display(); }
 
@@ -86,6 +88,9 @@ private:
     std::unordered_map<std::string, unsigned> refs_;  // channel (without prefix) → subscribers
     std::unordered_set<std::string> dirty_;           // channels whose count crossed zero
     bool sync_posted_ = false;
+    std::unordered_set<std::string> confirmed_;  // channels Redis confirmed on the subscriber connection
+    bool subscriber_up_ = false;
+    std::condition_variable listening_;          // confirmed_ or subscriber_up_ changed
     std::atomic<link> publisher_link_{link::connecting};
     std::atomic<bool> started_{false};  // io_ exists; a publish before (an import-time one) is lost
 

@@ -194,6 +194,24 @@ def test_workers_share_the_bus_over_tcp(m0_server, redis_server):
     assert len(stats) == 2 and sum(s[0] for s in stats) == 1 and all(s[2] == 0 for s in stats), stats
 
 
+def test_a_hold_listens_across_processes_once_the_view_returned(m0_server, redis_server):
+    """The registration promise of the hold path over Redis: m0.hold() returns
+    once Redis confirmed the subscription, so a publish that another client
+    sends straight to Redis the moment the view goes on reaches the hold."""
+    rs = redis_server()
+    server = m0_server(config(rs.url()))
+    for round_ in range(10):
+        # A channel of its own each round: the first hold on it subscribes.
+        channel = f"race{round_}"
+        with server.connect(timeout=20) as sock:
+            send_get(sock, f"/hold-then-redis-publish?channel={channel}&redis={rs.sock}")
+            reader = StreamReader(sock, timeout=20)
+            assert reader.head()[0] == 200
+            server.wait_for_log(f"redis-published {channel} to ")
+            assert f"redis-published {channel} to 1" in server.output(), f"round {round_}"
+            assert reader.event() == {"data": "right after"}
+
+
 def test_holds_survive_redis_restarting(m0_server, redis_server):
     rs = redis_server()
     server = m0_server(config(rs.url()))
