@@ -62,6 +62,8 @@ void redis_bus::start(sink deliver) {
 
 void redis_bus::stop() {
     if (!thread_.joinable()) return;
+    // A publish from a thread that outlives serving is counted as lost.
+    started_.store(false, std::memory_order_release);
     asio::post(*io_, [this] {
         // What is still queued never reaches Redis.
         {
