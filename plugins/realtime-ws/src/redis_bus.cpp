@@ -286,8 +286,9 @@ void redis_bus::on_publisher_replies(const std::vector<redisReply*>& replies) {
     for (const redisReply* r : replies) {
         if (in_flight_) --in_flight_;
         if (r->type == REDIS_REPLY_ERROR) {
+            // Said with the next line about losses, not once per publish.
             count_lost(1);
-            log::warning("realtime: redis refused a publish: " + std::string(reply_text(r)));
+            refusal_ = std::string(reply_text(r));
         } else {
             published_.fetch_add(1, std::memory_order_relaxed);
         }
@@ -342,9 +343,11 @@ void redis_bus::log_losses(bool final) {
     auto now = std::chrono::steady_clock::now();
     if (lost == lost_logged_) return;
     if (!final && lost_logged_ != 0 && now - last_loss_log_ < settings_.loss_log_interval) return;
-    log::warning("realtime: " + std::to_string(lost - lost_logged_) +
-                 " publishes lost (Redis unreachable, the queue full, or unconfirmed when a connection dropped); " +
+    std::string why = refusal_.empty() ? "Redis unreachable, the queue full, or unconfirmed when a connection dropped"
+                                       : "the last refused by Redis: " + refusal_;
+    log::warning("realtime: " + std::to_string(lost - lost_logged_) + " publishes lost (" + why + "); " +
                  std::to_string(lost) + " in all");
+    refusal_.clear();
     lost_logged_ = lost;
     last_loss_log_ = now;
 }

@@ -101,6 +101,7 @@ private:
     std::uint64_t in_flight_ = 0;                 // PUBLISH sent, reply not read yet
     std::optional<boost::asio::steady_timer> loss_timer_;
     std::uint64_t lost_logged_ = 0;
+    std::string refusal_;  // the last error Redis answered a PUBLISH with, until logged
     std::chrono::steady_clock::time_point last_loss_log_{};
 
     std::atomic<std::uint64_t> published_{0}, delivered_{0}, lost_{0}, reconnects_{0};

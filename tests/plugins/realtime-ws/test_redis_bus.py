@@ -24,8 +24,9 @@ class RedisServer:
     on a loopback TCP port (tcp=True) picked by binding and released just
     before; a port another process took in between is retried."""
 
-    def __init__(self, directory, tcp=False):
+    def __init__(self, directory, tcp=False, password=None):
         self.dir = str(directory)
+        self.password = password
         self.sock = os.path.join(self.dir, "redis.sock")
         self.tcp = tcp
         self.port = 0
@@ -52,6 +53,8 @@ class RedisServer:
                 "--dir", self.dir, "--logfile", self.log_path]
         if not self.tcp:
             args += ["--unixsocket", self.sock, "--unixsocketperm", "700"]
+        if self.password:
+            args += ["--requirepass", self.password]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         deadline = m0test.scaled(20)
         waited = 0.0
@@ -78,8 +81,9 @@ class RedisServer:
 
     def client(self):
         if self.tcp:
-            return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=m0test.scaled(10))
-        return redis.Redis(unix_socket_path=self.sock, socket_timeout=m0test.scaled(10))
+            return redis.Redis(host="127.0.0.1", port=self.port, password=self.password,
+                               socket_timeout=m0test.scaled(10))
+        return redis.Redis(unix_socket_path=self.sock, password=self.password, socket_timeout=m0test.scaled(10))
 
     def wait_subscribers(self, channel, count, server):
         """Waits until `count` connections subscribe to m0's `channel`: each
@@ -93,8 +97,8 @@ class RedisServer:
 def redis_server(tmp_path):
     started = []
 
-    def start(tcp=False):
-        server = RedisServer(tmp_path, tcp=tcp).start()
+    def start(tcp=False, password=None):
+        server = RedisServer(tmp_path, tcp=tcp, password=password).start()
         started.append(server)
         return server
 
@@ -241,6 +245,19 @@ def test_holds_survive_redis_restarting(m0_server, redis_server):
     assert server.stop() == 0
     (published, delivered, lost, reconnects), = bus_stats(server)
     assert (published, delivered, lost, reconnects) == (2, 3, 1, 2), server.output()
+
+
+def test_a_password_in_the_url_authenticates(m0_server, redis_server):
+    rs = redis_server(password="s@cret")
+    server = m0_server(config(f"unix://:s%40cret@{rs.sock}"))
+    wrong = m0_server(config(f"unix://:guess@{rs.sock}"))
+    sock, reader = hold(server, "auth")
+    with sock:
+        rs.wait_subscribers("news", 1, server)
+        publish(server, b"authenticated")
+        assert reader.event() == {"data": "authenticated"}
+    wrong.wait_for_log("redis publisher: no connection to unix://:***@")
+    assert "AUTH refused" in wrong.output() and "guess" not in wrong.output() and "s@cret" not in server.output()
 
 
 def test_m0_serves_while_redis_is_unreachable(m0_server, tmp_path):
