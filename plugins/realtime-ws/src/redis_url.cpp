@@ -1,5 +1,7 @@
 #include "redis_url.hpp"
 
+#include <sys/un.h>
+
 #include <charconv>
 
 namespace m0::realtime {
@@ -93,6 +95,10 @@ bool parse_unix(std::string_view rest, redis_address& a, std::string& error) {
     a.path = std::string(rest.substr(0, q));
     if (!a.path.starts_with('/')) return fail(error, "the socket path must be absolute (unix:///path/to/redis.sock)");
     if (a.path.size() == 1) return fail(error, "no socket path (unix:///path/to/redis.sock)");
+    // What a sockaddr_un holds; checked here, since connecting could not say it.
+    if (a.path.size() > sizeof(sockaddr_un::sun_path) - 1)
+        return fail(error, "the socket path is longer than " + std::to_string(sizeof(sockaddr_un::sun_path) - 1) +
+                               " bytes");
     if (q == std::string_view::npos) return true;
     std::string_view query = rest.substr(q + 1);
     if (!query.starts_with("db=")) return fail(error, "the only query parameter is db=N, not '" + std::string(query) + "'");

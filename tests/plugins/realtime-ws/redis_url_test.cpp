@@ -90,4 +90,5 @@ BOOST_AUTO_TEST_CASE(mistakes_say_what_is_wrong) {
     BOOST_TEST(error_of("unix://relative.sock").find("absolute") != std::string::npos);
     BOOST_TEST(error_of("unix:///").find("no socket path") != std::string::npos);
     BOOST_TEST(error_of("unix:///r.sock?timeout=1").find("db=N") != std::string::npos);
+    BOOST_TEST(error_of("unix:///" + std::string(120, 'x')).find("longer than 107 bytes") != std::string::npos);
 }
