@@ -6,6 +6,7 @@
 // returned cannot be missed; the reactor attaches the exchange when the job
 // completes and the hold writes every message published on its channels.
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,14 @@ public:
     virtual ~pending_hold() = default;
 };
 
+// What the bus under the hub counted in this process (realtime.bus).
+struct bus_stats {
+    std::uint64_t published = 0;   // publishes the bus took (redis: confirmed by the server)
+    std::uint64_t delivered = 0;   // messages that arrived from the bus for this process's holds
+    std::uint64_t lost = 0;        // publishes dropped: bus unreachable, queue full, unconfirmed at a disconnect
+    std::uint64_t reconnects = 0;  // connections to the bus made again after one was lost
+};
+
 class hub {
 public:
     static constexpr std::string_view service_name = "m0.realtime.hub";
@@ -60,6 +69,9 @@ public:
 
     // The reactor thread: the view failed after subscribing; unsubscribe.
     virtual void cancel(std::shared_ptr<pending_hold> hold) = 0;
+
+    // Any thread: the bus's counters so far.
+    virtual bus_stats stats() const = 0;
 };
 
 }  // namespace m0::realtime

@@ -390,7 +390,11 @@ PyObject* wsgi_call::hold(realtime::hold_options options) {
         PyErr_SetString(PyExc_RuntimeError, "m0.hold(): the response has already begun");
         return nullptr;
     }
+    // Without the GIL: with a Redis bus, subscribing waits for the server to
+    // confirm the channels, and other Python threads need not wait with it.
+    Py_BEGIN_ALLOW_THREADS
     hold_ = app_.hub->subscribe(*reactor_io_, std::move(options));
+    Py_END_ALLOW_THREADS
     if (!hold_) {
         PyErr_SetString(PyExc_RuntimeError, "m0.hold(): the server is stopping");
         return nullptr;

@@ -5,53 +5,122 @@
 #include <m0/log.hpp>
 #include <m0/services.hpp>
 
-namespace m0::realtime {
+#include "memory_bus.hpp"
+#include "redis_bus.hpp"
 
-realtime_module::realtime_module(plugin_context& ctx) : config_(read_settings(*ctx.section)) {
+namespace m0::realtime {
+namespace {
+
+std::unique_ptr<bus> make_bus(const settings& s) {
+    if (!s.redis) return std::make_unique<memory_bus>();
+    return std::make_unique<redis_bus>(redis_bus_settings{.address = *s.redis,
+                                                          .prefix = s.bus_prefix,
+                                                          .queue_max_messages = s.redis_queue_max_messages,
+                                                          .reconnect_max = s.redis_reconnect_max,
+                                                          .connect_timeout = s.redis_connect_timeout});
+}
+
+}  // namespace
+
+realtime_module::realtime_module(plugin_context& ctx) : config_(read_settings(*ctx.section)), bus_(make_bus(config_)) {
     // The memory bus reaches one process: under prefork a publish would
     // miss every hold of the other processes, silently.
-    if (ctx.process_count > 1)
-        ctx.section->fail("bus", "bus: memory reaches one process only; server.workers > 1 needs a shared bus "
-                                 "(redis://host:port/db, not built yet)");
+    if (ctx.process_count > 1 && !config_.redis)
+        ctx.section->fail("bus", "bus: memory reaches one process only; server.workers > 1 needs a shared bus: "
+                                 "redis://host:port/db or unix:///path/to/redis.sock");
     shards_.resize(ctx.reactor_count ? ctx.reactor_count : 1);
     ctx.services->provide<hub>(*this, "module realtime");
 }
 
 void realtime_module::publish(std::string_view channel, std::string_view data,
                               std::optional<std::string_view> event) {
-    std::vector<std::vector<std::shared_ptr<held_connection>>> per_shard;
-    std::vector<std::shared_ptr<reactor_handle>> reactors;
+    bus_->publish(channel, data, event);
+}
+
+void realtime_module::deliver(std::span<const bus_message> batch) {
+    // Per reactor: (message index, its holds there), in the batch's order.
+    std::vector<std::vector<std::pair<std::size_t, std::vector<std::shared_ptr<held_connection>>>>> per_shard;
+    std::vector<std::pair<std::shared_ptr<reactor_handle>, mailbox*>> reactors;
     {
         std::lock_guard lock(mutex_);
-        auto it = channels_.find(std::string(channel));
-        if (it == channels_.end() || it->second.empty()) return;
         per_shard.resize(shards_.size());
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            auto it = channels_.find(std::string(batch[i].channel));
+            if (it == channels_.end()) continue;
+            for (auto& h : it->second) {
+                auto& mine = per_shard[h->shard()];
+                if (mine.empty() || mine.back().first != i) mine.emplace_back(i, std::vector<std::shared_ptr<held_connection>>{});
+                mine.back().second.push_back(h);
+            }
+        }
         reactors.reserve(shards_.size());
-        for (auto& s : shards_) reactors.push_back(s.reactor);
-        for (auto& h : it->second) per_shard[h->shard()].push_back(h);
+        for (auto& s : shards_) reactors.emplace_back(s.reactor, s.box.get());
     }
-    // Formatted once, outside the lock; every hold shares it.
-    auto m = make_message(data, event);
-    for (std::size_t i = 0; i < per_shard.size(); ++i) {
-        if (per_shard[i].empty() || !reactors[i]) continue;
-        reactors[i]->post([m, holds = std::move(per_shard[i])] {
-            for (auto& h : holds) h->deliver(m);
-        });
+    // Each message formatted once, outside the lock; every hold shares it.
+    std::vector<std::shared_ptr<const message>> formatted(batch.size());
+    for (std::size_t s = 0; s < per_shard.size(); ++s) {
+        if (per_shard[s].empty() || !reactors[s].first) continue;
+        std::vector<delivery> items;
+        items.reserve(per_shard[s].size());
+        for (auto& [i, holds] : per_shard[s]) {
+            if (!formatted[i]) formatted[i] = make_message(batch[i].data, batch[i].event);
+            items.push_back({formatted[i], std::move(holds)});
+        }
+        post_to_shard(*reactors[s].second, *reactors[s].first, std::move(items));
     }
 }
 
-std::shared_ptr<pending_hold> realtime_module::subscribe(boost::asio::io_context& reactor, hold_options options) {
-    std::lock_guard lock(mutex_);
-    auto s = std::find_if(shards_.begin(), shards_.end(), [&](const shard& x) { return x.io == &reactor; });
-    if (s == shards_.end()) return nullptr;
-    auto h = std::make_shared<held_connection>(std::move(options), static_cast<unsigned>(s - shards_.begin()),
-                                               config_, counters_, [this](held_connection& c) { unsubscribe(c); });
-    // Registered before the view returns: a publish from now on reaches the
-    // hold's outbox even while the reactor has not attached it yet.
-    for (auto& ch : h->options().channels) {
-        auto& list = channels_[ch];
-        if (std::find(list.begin(), list.end(), h) == list.end()) list.push_back(h);
+void realtime_module::post_to_shard(mailbox& box, reactor_handle& reactor, std::vector<delivery> items) {
+    {
+        std::lock_guard lock(box.mutex);
+        if (box.pending.empty()) {
+            box.pending = std::move(items);
+        } else {
+            box.pending.insert(box.pending.end(), std::make_move_iterator(items.begin()),
+                               std::make_move_iterator(items.end()));
+        }
+        // A task already on its way takes these too: a burst of publishes
+        // costs the reactor one post, not one per message.
+        if (std::exchange(box.posted, true)) return;
     }
+    reactor_posts_.fetch_add(1, std::memory_order_relaxed);
+    if (!reactor.post([&box] { run_mailbox(box); })) {
+        std::lock_guard lock(box.mutex);  // the reactor has ended: nobody will take them
+        box.pending.clear();
+        box.posted = false;
+    }
+}
+
+void realtime_module::run_mailbox(mailbox& box) {
+    std::vector<delivery> items;
+    {
+        std::lock_guard lock(box.mutex);
+        items.swap(box.pending);
+        box.posted = false;
+    }
+    for (auto& d : items)
+        for (auto& h : d.holds) h->deliver(d.msg);
+}
+
+std::shared_ptr<pending_hold> realtime_module::subscribe(boost::asio::io_context& reactor, hold_options options) {
+    std::shared_ptr<held_connection> h;
+    {
+        std::lock_guard lock(mutex_);
+        auto s = std::find_if(shards_.begin(), shards_.end(), [&](const shard& x) { return x.io == &reactor; });
+        if (s == shards_.end()) return nullptr;
+        h = std::make_shared<held_connection>(std::move(options), static_cast<unsigned>(s - shards_.begin()), config_,
+                                              counters_, [this](held_connection& c) { unsubscribe(c); });
+        // Registered before the view returns: a publish from now on reaches
+        // the hold's outbox even while the reactor has not attached it yet.
+        for (auto& ch : h->options().channels) {
+            auto& list = channels_[ch];
+            if (list.empty()) bus_->subscribe(ch);
+            if (std::find(list.begin(), list.end(), h) == list.end()) list.push_back(h);
+        }
+    }
+    // The same promise across processes: the view returns once the bus
+    // (Redis) brings this process the hold's channels.
+    bus_->wait_listening(h->options().channels);
     return h;
 }
 
@@ -65,36 +134,54 @@ void realtime_module::cancel(std::shared_ptr<pending_hold> hold) {
     std::static_pointer_cast<held_connection>(std::move(hold))->cancel();
 }
 
+void realtime_module::remove_from_channel(const std::string& channel, const held_connection* h,
+                                          std::vector<std::shared_ptr<held_connection>>& gone) {
+    auto it = channels_.find(channel);
+    if (it == channels_.end()) return;
+    auto& list = it->second;
+    for (auto i = list.begin(); i != list.end();) {
+        if (i->get() == h) {
+            gone.push_back(std::move(*i));
+            i = list.erase(i);
+        } else {
+            ++i;
+        }
+    }
+    if (list.empty()) {
+        bus_->unsubscribe(channel);
+        channels_.erase(it);
+    }
+}
+
 void realtime_module::unsubscribe(held_connection& h) {
     std::vector<std::shared_ptr<held_connection>> gone;  // destroyed outside the lock
     std::lock_guard lock(mutex_);
-    for (auto& ch : h.options().channels) {
-        auto it = channels_.find(ch);
-        if (it == channels_.end()) continue;
-        auto& list = it->second;
-        for (auto i = list.begin(); i != list.end();) {
-            if (i->get() == &h) {
-                gone.push_back(std::move(*i));
-                i = list.erase(i);
-            } else {
-                ++i;
-            }
-        }
-        if (list.empty()) channels_.erase(it);
-    }
+    for (auto& ch : h.options().channels) remove_from_channel(ch, &h, gone);
+}
+
+void realtime_module::start_serving(serving_context&) {
+    // Here, in the serving process: the Redis bus starts a thread, which a
+    // fork would not copy.
+    bus_->start([this](std::span<const bus_message> batch) { deliver(batch); });
 }
 
 void realtime_module::start_reactor(reactor_context& ctx) {
     std::lock_guard lock(mutex_);
     if (ctx.index >= shards_.size()) shards_.resize(ctx.index + 1);
-    shards_[ctx.index] = shard{ctx.io, ctx.reactor};
+    shards_[ctx.index].io = ctx.io;
+    shards_[ctx.index].reactor = ctx.reactor;
 }
 
 void realtime_module::stop_reactor(reactor_context& ctx) {
     std::vector<std::shared_ptr<held_connection>> mine;
+    mailbox* box = nullptr;
     {
         std::lock_guard lock(mutex_);
-        if (ctx.index < shards_.size()) shards_[ctx.index] = shard{};
+        if (ctx.index < shards_.size()) {
+            box = shards_[ctx.index].box.get();
+            shards_[ctx.index].io = nullptr;
+            shards_[ctx.index].reactor.reset();
+        }
         for (auto it = channels_.begin(); it != channels_.end();) {
             auto& list = it->second;
             for (auto i = list.begin(); i != list.end();) {
@@ -105,19 +192,35 @@ void realtime_module::stop_reactor(reactor_context& ctx) {
                     ++i;
                 }
             }
-            it = list.empty() ? channels_.erase(it) : std::next(it);
+            if (list.empty()) {
+                bus_->unsubscribe(it->first);
+                it = channels_.erase(it);
+            } else {
+                ++it;
+            }
         }
+    }
+    if (box) {
+        // Deliveries the loop did not run: their holds are released below.
+        std::lock_guard lock(box->mutex);
+        box->pending.clear();
     }
     // The loop has ended: nothing else runs on this reactor.
     for (auto& h : mine) h->release();
 }
 
 void realtime_module::stop_serving(serving_context&) {
+    bus_->stop();
     log::info("realtime: " + std::to_string(counters_.held.load()) + " holds, " +
               std::to_string(counters_.ended_by_drain.load()) + " ended by the drain, " +
               std::to_string(counters_.delivered.load()) + " messages delivered, " +
               std::to_string(counters_.dropped.load()) + " dropped and " +
               std::to_string(counters_.overflow_closed.load()) + " holds closed by outbox overflow");
+    auto b = bus_->stats();
+    log::info("realtime: bus " + bus_->describe() + ": " + std::to_string(b.published) + " published, " +
+              std::to_string(b.delivered) + " delivered, " + std::to_string(b.lost) + " lost, " +
+              std::to_string(b.reconnects) + " reconnects; " + std::to_string(reactor_posts_.load()) +
+              " fan-out posts to reactors");
 }
 
 }  // namespace m0::realtime

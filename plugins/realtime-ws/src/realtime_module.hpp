@@ -1,9 +1,12 @@
 #pragma once
-// The `realtime` module: provides the hub service (m0/realtime.hpp) over an
-// in-process bus. A publish looks up the channel's holds once, groups them
-// by reactor and posts one task per reactor carrying the shared message.
+// The `realtime` module: provides the hub service (m0/realtime.hpp) over a
+// bus (memory or Redis). A batch of messages from the bus looks up each
+// channel's holds once, groups them by reactor and hands each reactor's share
+// to its mailbox: one post per reactor per batch, every hold of a message
+// sharing its one formatted buffer.
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -12,6 +15,7 @@
 #include <m0/plugin.hpp>
 #include <m0/realtime.hpp>
 
+#include "bus.hpp"
 #include "held_connection.hpp"
 #include "realtime_settings.hpp"
 
@@ -27,21 +31,47 @@ public:
     void attach(std::shared_ptr<pending_hold> hold, http::exchange_ptr ex,
                 std::vector<http::response_header> headers) override;
     void cancel(std::shared_ptr<pending_hold> hold) override;
+    bus_stats stats() const override { return bus_->stats(); }
 
+    void start_serving(serving_context& ctx) override;
     void start_reactor(reactor_context& ctx) override;
     void stop_reactor(reactor_context& ctx) override;
     void stop_serving(serving_context& ctx) override;
 
 private:
+    // One message for some holds of one reactor.
+    struct delivery {
+        std::shared_ptr<const message> msg;
+        std::vector<std::shared_ptr<held_connection>> holds;
+    };
+    // What waits for a reactor: filled by any thread, emptied by the one
+    // task posted to the reactor while it is not empty.
+    struct mailbox {
+        std::mutex mutex;
+        std::vector<delivery> pending;
+        bool posted = false;
+    };
     struct shard {
         boost::asio::io_context* io = nullptr;
         std::shared_ptr<reactor_handle> reactor;
+        // Never moves (the module outlives every reactor): tasks point at it.
+        std::unique_ptr<mailbox> box = std::make_unique<mailbox>();
     };
+
+    // The bus's sink: fans a batch out to this process's holds.
+    void deliver(std::span<const bus_message> batch);
+    void post_to_shard(mailbox& box, reactor_handle& reactor, std::vector<delivery> items);
+    static void run_mailbox(mailbox& box);
     void unsubscribe(held_connection& h);
+    // Drops `h` from `channel`'s list; the bus forgets a channel left empty.
+    void remove_from_channel(const std::string& channel, const held_connection* h,
+                             std::vector<std::shared_ptr<held_connection>>& gone);
 
     const settings config_;
+    std::unique_ptr<bus> bus_;
     hold_counters counters_;
-    std::mutex mutex_;  // guards shards_ and channels_
+    std::atomic<std::uint64_t> reactor_posts_{0};  // mailbox tasks posted (stop report: batching)
+    std::mutex mutex_;                              // guards shards_ (but their mailboxes) and channels_
     std::vector<shard> shards_;
     std::unordered_map<std::string, std::vector<std::shared_ptr<held_connection>>> channels_;
 };

@@ -1,12 +1,37 @@
 #include "realtime_settings.hpp"
 
+#include <algorithm>
+
 namespace m0::realtime {
+namespace {
+
+// A duration key that must be > 0, in whole milliseconds (at least 1).
+std::chrono::milliseconds positive_ms(const config_node& node, std::string_view key, std::chrono::milliseconds def) {
+    auto d = node.duration(key, def);
+    if (d <= std::chrono::nanoseconds::zero()) node.fail(key, "must be greater than 0");
+    return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(d), std::chrono::milliseconds(1));
+}
+
+}  // namespace
 
 settings read_settings(const config_node& section) {
     settings s;
-    section.allow_keys({"bus", "outbox", "sse"});
-    // Only the in-process bus exists so far: say so rather than ignore a URL.
-    section.one_of("bus", "memory", {"memory"});
+    section.allow_keys({"bus", "bus_prefix", "redis", "outbox", "sse"});
+    std::string bus = section.string("bus", "memory");
+    if (bus != "memory") {
+        std::string error;
+        s.redis = parse_redis_url(bus, error);
+        if (!s.redis) section.fail("bus", error);
+    }
+    s.bus_prefix = section.string("bus_prefix", s.bus_prefix);
+    config_node redis = section.child("redis");
+    if (redis.present()) {
+        redis.allow_keys({"queue_max_messages", "reconnect_max", "connect_timeout"});
+        s.redis_queue_max_messages = static_cast<std::size_t>(
+            redis.integer("queue_max_messages", static_cast<std::int64_t>(s.redis_queue_max_messages), 1, 1 << 24));
+        s.redis_reconnect_max = positive_ms(redis, "reconnect_max", s.redis_reconnect_max);
+        s.redis_connect_timeout = positive_ms(redis, "connect_timeout", s.redis_connect_timeout);
+    }
     config_node outbox = section.child("outbox");
     if (outbox.present()) {
         outbox.allow_keys({"max_bytes", "max_messages", "overflow"});
@@ -19,10 +44,7 @@ settings read_settings(const config_node& section) {
     config_node sse = section.child("sse");
     if (sse.present()) {
         sse.allow_keys({"heartbeat"});
-        auto hb = sse.duration("heartbeat", s.sse_heartbeat);
-        if (hb <= std::chrono::nanoseconds::zero()) sse.fail("heartbeat", "must be greater than 0");
-        s.sse_heartbeat = std::chrono::duration_cast<std::chrono::milliseconds>(hb);
-        if (s.sse_heartbeat.count() == 0) s.sse_heartbeat = std::chrono::milliseconds(1);
+        s.sse_heartbeat = positive_ms(sse, "heartbeat", s.sse_heartbeat);
     }
     return s;
 }

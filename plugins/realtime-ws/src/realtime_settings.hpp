@@ -2,8 +2,12 @@
 // The `realtime:` section (plugins/realtime-ws/README.md lists every key).
 #include <chrono>
 #include <cstddef>
+#include <optional>
+#include <string>
 
 #include <m0/config.hpp>
+
+#include "redis_url.hpp"
 
 namespace m0::realtime {
 
@@ -19,6 +23,13 @@ struct settings {
     std::size_t outbox_max_messages = 1024;
     overflow_policy overflow = overflow_policy::close;
     std::chrono::milliseconds sse_heartbeat{15000};
+
+    // The bus: nullopt for `memory` (this process only), else the Redis server.
+    std::optional<redis_address> redis;
+    std::string bus_prefix = "m0:";  // Redis channel name = prefix + channel
+    std::size_t redis_queue_max_messages = 65536;
+    std::chrono::milliseconds redis_reconnect_max{5000};
+    std::chrono::milliseconds redis_connect_timeout{2000};
 };
 
 // Throws config_error (with the YAML location) on a bad value.

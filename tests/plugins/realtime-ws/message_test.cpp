@@ -40,17 +40,34 @@ BOOST_AUTO_TEST_CASE(settings_defaults_and_values) {
     BOOST_TEST(d.outbox_max_messages == 1024u);
     BOOST_TEST((d.overflow == m0::realtime::overflow_policy::close));
     BOOST_TEST(d.sse_heartbeat.count() == 15000);
+    BOOST_TEST(!d.redis.has_value());
+    BOOST_TEST(d.bus_prefix == "m0:");
     auto s = parse("realtime:\n  outbox: {max_bytes: 64k, max_messages: 8, overflow: drop_oldest}\n"
                    "  sse: {heartbeat: 2s}\n");
     BOOST_TEST(s.outbox_max_bytes == 64u * 1024);
     BOOST_TEST(s.outbox_max_messages == 8u);
     BOOST_TEST((s.overflow == m0::realtime::overflow_policy::drop_oldest));
     BOOST_TEST(s.sse_heartbeat.count() == 2000);
+    auto r = parse("realtime:\n  bus: \"redis://10.1.2.3:6390/1\"\n  bus_prefix: \"shop:\"\n"
+                   "  redis: {queue_max_messages: 100, reconnect_max: 1s, connect_timeout: 500ms}\n");
+    BOOST_TEST_REQUIRE(r.redis.has_value());
+    BOOST_TEST(r.redis->host == "10.1.2.3");
+    BOOST_TEST(r.redis->port == 6390);
+    BOOST_TEST(r.bus_prefix == "shop:");
+    BOOST_TEST(r.redis_queue_max_messages == 100u);
+    BOOST_TEST(r.redis_reconnect_max.count() == 1000);
+    BOOST_TEST(r.redis_connect_timeout.count() == 500);
 }
 
 BOOST_AUTO_TEST_CASE(settings_errors_name_the_key) {
-    auto err = m0::test::error_of([] { parse("realtime: {bus: \"redis://127.0.0.1:6379/0\"}\n"); });
+    auto err = m0::test::error_of([] { parse("realtime: {bus: \"redis://127.0.0.1:99999/0\"}\n"); });
     BOOST_TEST(err.find("realtime.bus") != std::string::npos, err);
+    BOOST_TEST(err.find("port must be a number 1..65535") != std::string::npos, err);
+    BOOST_TEST(err.find("test.yaml:1:") != std::string::npos, err);
+    err = m0::test::error_of([] { parse("realtime: {bus: redis}\n"); });
+    BOOST_TEST(err.find("expected 'memory', 'redis://host:port/db'") != std::string::npos, err);
+    err = m0::test::error_of([] { parse("realtime: {bus: \"unix:///r.sock\", redis: {reconnect_max: 0s}}\n"); });
+    BOOST_TEST(err.find("realtime.redis.reconnect_max") != std::string::npos, err);
     err = m0::test::error_of([] { parse("realtime: {outbox: {max_mesages: 3}}\n"); });
     BOOST_TEST(err.find("did you mean 'max_messages'") != std::string::npos, err);
     err = m0::test::error_of([] { parse("realtime: {sse: {heartbeat: 0s}}\n"); });

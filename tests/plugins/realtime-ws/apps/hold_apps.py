@@ -1,6 +1,7 @@
 """Plain WSGI views of the hold-path tests: a view holds its connection with
 environ["m0.hold"] and returns; another publishes with m0.publish()."""
 import json
+import socket
 import threading
 import time
 from urllib.parse import parse_qs
@@ -24,6 +25,23 @@ def app(environ, start_response):
         # The body is dropped; the cookie stays.
         start_response("200 OK", [("Content-Type", "text/plain"), ("Set-Cookie", "seen=1")])
         return [b"not sent"]
+    if path == "/hold-then-redis-publish":
+        # Holds, then publishes on its own channel straight to Redis over a
+        # plain socket (RESP), as another process would the moment the view
+        # returned; the answer is how many subscribers Redis reached.
+        channel = q["channel"]
+        key, data = f"m0:{channel}".encode(), q.get("data", "right after").encode()
+        command = b"*3\r\n$7\r\nPUBLISH\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(data), data)
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(q["redis"])  # connected first: the publish leaves the moment hold() returns
+            environ["m0.hold"]([channel], "sse")
+            s.sendall(command)
+            reply = b""
+            while not reply.endswith(b"\r\n"):
+                reply += s.recv(64)
+        print(f"redis-published {channel} to {reply[1:-2].decode()}", flush=True)
+        start_response("200 OK", [])
+        return []
     if path == "/publish":
         body = environ["wsgi.input"].read()
         m0.publish(q.get("channel", "news"), body, event=q.get("event"))
