@@ -2,6 +2,7 @@
 // The `realtime` module: provides the hub service (m0/realtime.hpp) over an
 // in-process bus. A publish looks up the channel's holds once, groups them
 // by reactor and posts one task per reactor carrying the shared message.
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,12 +18,14 @@
 
 namespace m0::realtime {
 
-class realtime_module final : public module, public hub {
+class realtime_module final : public module, public hub, private channel_registry {
 public:
     // Reads the section and registers the hub; throws config_error.
     explicit realtime_module(plugin_context& ctx);
 
-    void publish(std::string_view channel, std::string_view data, std::optional<std::string_view> event) override;
+    void publish(std::string_view channel, std::string_view data, std::optional<std::string_view> event,
+                 payload_kind kind) override;
+    std::optional<std::string> check_websocket(const http::request& req) const override;
     std::shared_ptr<pending_hold> subscribe(boost::asio::io_context& reactor, hold_options options) override;
     void attach(std::shared_ptr<pending_hold> hold, http::exchange_ptr ex,
                 std::vector<http::response_header> headers) override;
@@ -36,13 +39,18 @@ private:
     struct shard {
         boost::asio::io_context* io = nullptr;
         std::shared_ptr<reactor_handle> reactor;
+        // WebSocket holds, which may have no channel: released with the rest.
+        std::vector<std::weak_ptr<held_connection>> websockets;
     };
     void unsubscribe(held_connection& h);
+    void add_channel(held_connection& h, std::string_view channel) override;
+    void remove_channel(held_connection& h, std::string_view channel) override;
 
     const settings config_;
     hold_counters counters_;
     std::mutex mutex_;  // guards shards_ and channels_
     std::vector<shard> shards_;
+    std::uint64_t next_id_ = 0;
     std::unordered_map<std::string, std::vector<std::shared_ptr<held_connection>>> channels_;
 };
 

@@ -1,10 +1,12 @@
 #include "realtime_settings.hpp"
 
+#include <m0/websocket/options_config.hpp>
+
 namespace m0::realtime {
 
 settings read_settings(const config_node& section) {
     settings s;
-    section.allow_keys({"bus", "outbox", "sse"});
+    section.allow_keys({"bus", "outbox", "sse", "websocket"});
     // Only the in-process bus exists so far: say so rather than ignore a URL.
     section.one_of("bus", "memory", {"memory"});
     config_node outbox = section.child("outbox");
@@ -24,6 +26,8 @@ settings read_settings(const config_node& section) {
         s.sse_heartbeat = std::chrono::duration_cast<std::chrono::milliseconds>(hb);
         if (s.sse_heartbeat.count() == 0) s.sse_heartbeat = std::chrono::milliseconds(1);
     }
+    config_node ws = section.child("websocket");
+    if (ws.present()) s.websocket = websocket::parse_websocket_options(ws);
     return s;
 }
 

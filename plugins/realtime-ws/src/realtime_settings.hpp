@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include <m0/config.hpp>
+#include <m0/websocket/accept.hpp>
 
 namespace m0::realtime {
 
@@ -19,6 +20,8 @@ struct settings {
     std::size_t outbox_max_messages = 1024;
     overflow_policy overflow = overflow_policy::close;
     std::chrono::milliseconds sse_heartbeat{15000};
+    // WebSocket holds: the keys of libs/websocket (as the native echo route).
+    websocket::websocket_options websocket;
 };
 
 // Throws config_error (with the YAML location) on a bad value.

@@ -1,0 +1,79 @@
+"""Plain WSGI views of the WebSocket hold tests: /ws holds the connection as
+a WebSocket (environ["m0.hold"](..., "ws", on_message=...)) and returns; the
+handler below answers the client's commands."""
+import threading
+from urllib.parse import parse_qs
+
+import m0
+
+# The order in which on_message saw each connection's messages, by conn.id.
+seen = {}
+
+
+def on_message(conn, message):
+    if isinstance(message, bytes):
+        conn.send(message)  # binary back as binary
+        return
+    command, _, arg = message.partition(":")
+    if command == "raise":
+        raise RuntimeError("on_message failed on purpose")
+    if command == "id":
+        conn.send(str(conn.id))
+    elif command == "sub":
+        conn.subscribe(arg)
+        conn.send(f"subscribed {arg}")
+    elif command == "unsub":
+        conn.unsubscribe(arg)
+        conn.send(f"unsubscribed {arg}")
+    elif command == "close":
+        conn.close(int(arg), "asked to")
+    elif command == "thread":
+        # Every method from a thread that is not running on_message.
+        def work():
+            conn.subscribe("from-thread")
+            conn.send(f"thread {conn.id}")
+            m0.publish("from-thread", "published to the thread's channel")
+            conn.unsubscribe("from-thread")
+            m0.publish("from-thread", "not after unsubscribe")
+            conn.send("thread done")
+            conn.close(4000, "thread closed")
+        threading.Thread(target=work).start()
+    elif command == "seq":
+        seen.setdefault(conn.id, []).append(int(arg))
+        conn.send(message)
+    elif command == "seen":
+        conn.send(",".join(map(str, seen.get(conn.id, []))))
+    else:
+        conn.send(message)
+
+
+def _query(environ):
+    return {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+
+
+def app(environ, start_response):
+    path = environ["PATH_INFO"]
+    q = _query(environ)
+    if path == "/ws":
+        channels = [c for c in q.get("channels", "news").split(",") if c]
+        try:
+            environ["m0.hold"](channels, "ws", on_message=None if "mute" in q else on_message)
+        except ValueError as e:
+            start_response("400 Bad Request", [("Content-Type", "text/plain")])
+            return [f"{e}".encode()]
+        print(f"held {q.get('tag', '')}", flush=True)
+        start_response("200 OK", [("Content-Type", "text/html"), ("Set-Cookie", "room=1")])
+        return [b"not sent"]
+    if path == "/publish":
+        body = environ["wsgi.input"].read()
+        m0.publish(q.get("channel", "news"), body if "binary" in q else body.decode())
+        start_response("204 No Content", [])
+        return []
+    if path == "/publish-many":
+        size, count = int(q["size"]), int(q["count"])
+        for i in range(count):
+            m0.publish(q.get("channel", "news"), f"{i:08d}" + "x" * size)
+        start_response("204 No Content", [])
+        return []
+    start_response("404 Not Found", [("Content-Type", "text/plain")])
+    return [b"not found"]
