@@ -164,7 +164,8 @@ def test_a_publish_before_the_reactor_attached_the_hold_is_kept(m0_server):
 def test_bad_hold_arguments_raise_in_the_view(m0_server):
     server = m0_server(config())
     cases = {
-        "mode=ws": "ValueError: m0.hold(): mode must be 'sse' or 'poll', not 'ws'",
+        "mode=chat": "ValueError: m0.hold(): mode must be 'sse', 'poll' or 'ws', not 'chat'",
+        "mode=ws": "ValueError: m0.hold(): not a WebSocket handshake: ",
         "mode=sse&timeout=soon": "TypeError",
         "empty=1": "ValueError: m0.hold(): no channel given",
     }

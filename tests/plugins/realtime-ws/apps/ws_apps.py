@@ -64,6 +64,16 @@ def app(environ, start_response):
         print(f"held {q.get('tag', '')}", flush=True)
         start_response("200 OK", [("Content-Type", "text/html"), ("Set-Cookie", "room=1")])
         return [b"not sent"]
+    if path == "/ws-bad-args":
+        errors = []
+        for kwargs in ({"mode": "sse", "on_message": on_message}, {"mode": "ws", "on_message": 1}):
+            try:
+                environ["m0.hold"]("news", kwargs["mode"], on_message=kwargs["on_message"])
+                errors.append("accepted")
+            except (TypeError, ValueError) as e:
+                errors.append(f"{type(e).__name__}: {e}")
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return ["|".join(errors).encode()]
     if path == "/publish":
         body = environ["wsgi.input"].read()
         m0.publish(q.get("channel", "news"), body if "binary" in q else body.decode())
