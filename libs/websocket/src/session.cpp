@@ -121,12 +121,15 @@ void session::send(opcode kind, std::string_view payload) {
     stream_->write(std::move(frame));
 }
 
+bool session::takes_shared_compressed(const prepared_message& m) const noexcept {
+    return deflate_ && deflate_->server_no_context_takeover && deflate_->server_max_window_bits == 15 &&
+           m.compressed_frame();
+}
+
 void session::send(const prepared_message& m) {
     if (state_ != state::open) return;
     last_message_ = clock::now();
-    const bool shared_compressed = deflate_ && deflate_->server_no_context_takeover &&
-                                   deflate_->server_max_window_bits == 15 && m.compressed_frame();
-    stream_->write_shared(shared_compressed ? m.compressed_frame() : m.plain_frame());
+    stream_->write_shared(takes_shared_compressed(m) ? m.compressed_frame() : m.plain_frame());
 }
 
 void session::close(std::uint16_t code, std::string_view reason) {

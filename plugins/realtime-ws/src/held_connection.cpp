@@ -137,7 +137,7 @@ void held_connection::pump() {
     while (!outbox_.empty() && pending() < write_buffer_room) {
         auto& m = outbox_.front();
         if (session_)
-            session_->send(*m->ws);  // the shared frame: no copy per connection
+            send_frame(*m);
         else
             ex_->write_shared(m->sse);
         outbox_bytes_ -= cost(*m);

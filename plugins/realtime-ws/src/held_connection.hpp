@@ -86,6 +86,7 @@ private:
     void start_ws(std::vector<http::response_header> headers);
     void on_inbound(websocket::message m);
     void on_ws_closed(std::uint16_t code);
+    void send_frame(const message& m);
     void pump();
     void arm_heartbeat();
     void end_stream();

@@ -57,6 +57,16 @@ void held_connection::on_ws_closed(std::uint16_t code) {
     finish();
 }
 
+void held_connection::send_frame(const message& m) {
+    // The shared frame, with no copy per connection; a peer whose
+    // permessage-deflate parameters the shared compressed frame does not
+    // fit (a smaller window) gets the payload compressed for it alone.
+    if (session_->compresses() && !session_->takes_shared_compressed(*m.ws))
+        session_->send(m.ws_kind == payload_kind::binary ? websocket::opcode::binary : websocket::opcode::text, *m.data);
+    else
+        session_->send(*m.ws);
+}
+
 ws_format held_connection::frame_format(payload_kind kind) const noexcept {
     const auto& deflate = config_.websocket.handshake.deflate;
     // The shared compressed frame fits connections that negotiated

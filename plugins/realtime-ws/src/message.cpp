@@ -39,13 +39,18 @@ std::shared_ptr<const message> make_message(std::string_view data, std::optional
     auto m = std::make_shared<message>();
     m->data = std::make_shared<const std::string>(data);
     m->sse = std::make_shared<const std::string>(format_sse_event(data, event));
-    if (ws) m->ws = frame(data, *ws);
+    if (ws) {
+        m->ws = frame(data, *ws);
+        m->ws_kind = ws->kind;
+    }
     return m;
 }
 
 std::shared_ptr<const message> make_ws_message(std::string_view data, const ws_format& ws) {
     auto m = std::make_shared<message>();
+    m->data = std::make_shared<const std::string>(data);
     m->ws = frame(data, ws);
+    m->ws_kind = ws.kind;
     return m;
 }
 

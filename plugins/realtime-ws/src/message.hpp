@@ -17,6 +17,7 @@ struct message {
     // The same as one WebSocket frame (text or binary); null when no
     // WebSocket hold receives it.
     std::shared_ptr<const websocket::prepared_message> ws;
+    payload_kind ws_kind = payload_kind::text;
 };
 
 // `event:` when given, one `data:` line per line of `data` (split on LF, a
@@ -36,7 +37,7 @@ struct ws_format {
 std::shared_ptr<const message> make_message(std::string_view data, std::optional<std::string_view> event,
                                             const ws_format* ws = nullptr);
 
-// The WebSocket frame only: a message for WebSocket holds alone.
+// The payload and its WebSocket frame: a message for WebSocket holds alone.
 std::shared_ptr<const message> make_ws_message(std::string_view data, const ws_format& ws);
 
 }  // namespace m0::realtime

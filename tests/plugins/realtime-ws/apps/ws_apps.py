@@ -64,6 +64,11 @@ def app(environ, start_response):
         print(f"held {q.get('tag', '')}", flush=True)
         start_response("200 OK", [("Content-Type", "text/html"), ("Set-Cookie", "room=1")])
         return [b"not sent"]
+    if path == "/echo":
+        # The Autobahn endpoint: every message back as it came.
+        environ["m0.hold"]([], "ws", on_message=lambda conn, message: conn.send(message))
+        start_response("200 OK", [])
+        return []
     if path == "/ws-bad-args":
         errors = []
         for kwargs in ({"mode": "sse", "on_message": on_message}, {"mode": "ws", "on_message": 1}):

@@ -62,6 +62,13 @@ public:
     void send(opcode kind, std::string_view payload);
     // Sends a message encoded once for many connections, without a copy.
     void send(const prepared_message& m);
+    // Whether send(m) would compress: false when permessage-deflate was
+    // negotiated with parameters the shared compressed frame does not fit
+    // (a smaller window, context takeover), so that a caller holding the
+    // payload can send(kind, payload) to compress it for this peer alone.
+    bool takes_shared_compressed(const prepared_message& m) const noexcept;
+    // Whether this connection compresses its messages at all.
+    bool compresses() const noexcept { return deflate_ && deflate_->server_max_window_bits >= 9; }
     // Starts the close handshake with `code` (close_code::...).
     void close(std::uint16_t code, std::string_view reason = {});
 
