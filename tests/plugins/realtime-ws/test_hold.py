@@ -6,7 +6,6 @@ import re
 import signal
 import socket
 import threading
-import time
 
 import pytest
 
@@ -246,22 +245,39 @@ def test_drain_ends_every_hold_cleanly(m0_server):
 
 @pytest.mark.parametrize("ring", ["1", "0"])
 def test_registration_race_publish_reaches_a_subscriber_behind_slow_views(m0_server, ring):
-    """4 pool threads; two 1.5 s views occupy two; a subscriber holds 0.3 s
-    later; a publish 0.5 s after that must reach it. The offsets are the
-    scenario; the assertion waits for the delivery."""
-    for round_ in range(8):
+    """4 pool threads; two slow views occupy two; a subscriber holds while
+    they do; a publish after that must reach it while the slow views still
+    run. 20 rounds, each on a fresh server. The slow views block until
+    released instead of sleeping 1.5 s, so each step waits for its event
+    (the views started, the hold subscribed, the event delivered) and a
+    round costs a server start, not seconds of sleep. Even rounds publish
+    once the view has returned (its 200 head arrived), odd rounds as soon as
+    it has subscribed (the message may wait in the outbox for the attach)."""
+    for round_ in range(20):
         server = m0_server(config(threads=4), env={"M0_POOL_RING": ring})
         slow = [server.connect(timeout=20) for _ in range(2)]
         for s in slow:
-            send_get(s, "/slow?seconds=1.5")
-        time.sleep(0.3)
+            send_get(s, "/slow")
+        server.wait_for_log("slow started", count=2)
         sub = server.connect(timeout=20)
         send_get(sub, f"/hold?mode=sse&tag=r{round_}")
         reader = StreamReader(sub, timeout=20)
-        time.sleep(0.5)
-        publish(server, f"round {round_}".encode())
-        assert reader.head()[0] == 200
+        server.wait_for_log(f"held r{round_}")
+        if round_ % 2 == 0:
+            assert reader.head()[0] == 200
+            publish(server, f"round {round_}".encode())
+        else:
+            publish(server, f"round {round_}".encode())
+            assert reader.head()[0] == 200
         assert reader.event() == {"data": f"round {round_}"}, f"round {round_} (ring={ring})"
+        # Delivered while both slow views still held their threads: neither
+        # has answered.
+        for s in slow:
+            s.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                s.recv(1, socket.MSG_PEEK)
+            s.settimeout(m0test.scaled(20))
+        assert m0test.request(server.port, "GET", "/release").status == 204
         for s in slow:
             assert m0test.ResponseReader(s, timeout=20).read().body == b"slow done"
             s.close()

@@ -2,10 +2,12 @@
 environ["m0.hold"] and returns; another publishes with m0.publish()."""
 import json
 import threading
-import time
 from urllib.parse import parse_qs
 
 import m0
+
+
+_release = threading.Event()
 
 
 def _query(environ):
@@ -42,9 +44,15 @@ def app(environ, start_response):
         start_response("204 No Content", [])
         return []
     if path == "/slow":
-        time.sleep(float(q.get("seconds", "1.5")))
+        # Occupies a pool thread until /release (the registration race).
+        print("slow started", flush=True)
+        released = _release.wait(timeout=float(q.get("seconds", "60")))
         start_response("200 OK", [("Content-Type", "text/plain")])
-        return [b"slow done"]
+        return [b"slow done" if released else b"slow timed out"]
+    if path == "/release":
+        _release.set()
+        start_response("204 No Content", [])
+        return []
     if path == "/bad-hold":
         try:
             channels = [] if "empty" in q else q.get("channels", "news")
