@@ -48,6 +48,9 @@ public:
     // Starts the close handshake (a code a server may send: 1000-1003,
     // 1007-1014, 3000-4999).
     virtual void close(std::uint16_t code, std::string_view reason) = 0;
+    // The hold's reactor thread only: the inbound_handler caught up after
+    // on_message returned false; reading the peer resumes.
+    virtual void resume_reading() = 0;
 };
 
 // The frontend's end of a WebSocket hold: receives its inbound messages.
@@ -56,8 +59,9 @@ class inbound_handler {
 public:
     virtual ~inbound_handler() = default;
     // One message, in arrival order; the handler keeps that order wherever
-    // it runs the application (an executor).
-    virtual void on_message(const std::shared_ptr<connection>& conn, payload_kind kind, std::string data) = 0;
+    // it runs the application (an executor). False when it is behind: the
+    // hold stops reading the peer (TCP slows it) until conn->resume_reading().
+    virtual bool on_message(const std::shared_ptr<connection>& conn, payload_kind kind, std::string data) = 0;
     // The connection ended (`code`: as websocket::session's close handler);
     // no message follows.
     virtual void on_close(std::uint16_t code) = 0;

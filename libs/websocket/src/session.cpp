@@ -76,10 +76,26 @@ void session::on_read(boost::system::error_code ec, std::string_view data) {
     }
     if (state_ == state::closed) return;
     if (stream_->pending_bytes() > options_.max_write_buffer) {
-        stream_->when_drained(options_.max_write_buffer / 2, [self = shared_from_this()] { self->read(); });
+        stream_->when_drained(options_.max_write_buffer / 2, [self = shared_from_this()] { self->read_unless_paused(); });
+        return;
+    }
+    read_unless_paused();
+}
+
+void session::read_unless_paused() {
+    if (state_ == state::closed) return;
+    if (paused_) {
+        read_parked_ = true;
         return;
     }
     read();
+}
+
+void session::resume_reading() {
+    paused_ = false;
+    if (!read_parked_) return;
+    read_parked_ = false;
+    read_unless_paused();
 }
 
 void session::on_message(opcode kind, std::string payload) {
@@ -179,6 +195,11 @@ void session::on_timer() {
         if (now >= close_deadline_) finish(close_code_, close_reason_);
         else arm_timer();
         return;
+    }
+    if (paused_) {
+        // We stopped reading, so a pong could not arrive: the peer is not late.
+        last_read_ = now;
+        awaiting_pong_ = false;
     }
     if (options_.ping_interval.count() > 0) {
         if (awaiting_pong_ && last_read_ > ping_sent_) awaiting_pong_ = false;  // any byte proves the peer alive

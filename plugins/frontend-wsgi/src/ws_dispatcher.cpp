@@ -18,7 +18,9 @@ namespace m0::wsgi {
 class ws_dispatcher::batch_job final : public job {
 public:
     batch_job(std::shared_ptr<ws_dispatcher> d, std::deque<inbound> batch, bool release)
-        : d_(std::move(d)), batch_(std::move(batch)), release_(release) {}
+        : d_(std::move(d)), batch_(std::move(batch)), release_(release) {
+        for (const auto& m : batch_) bytes_ += m.data.size() + 1;
+    }
 
     void run(completion_port&) noexcept override {
         python::gil_scope gil;
@@ -30,6 +32,11 @@ public:
 
     void complete(bool cancelled) noexcept override {
         d_->busy_ = false;
+        d_->backlog_ -= bytes_;
+        if (d_->reading_paused_ && d_->backlog_ <= max_backlog / 2 && d_->conn_) {
+            d_->reading_paused_ = false;
+            d_->conn_->resume_reading();
+        }
         if (cancelled) {
             // The executor is stopping: nothing runs Python for this
             // connection any more (its objects are left to the interpreter's end).
@@ -42,6 +49,7 @@ public:
 private:
     std::shared_ptr<ws_dispatcher> d_;
     std::deque<inbound> batch_;
+    std::size_t bytes_ = 0;  // counted in the dispatcher's backlog (+1: an empty message counts too)
     bool release_;
 };
 
@@ -50,12 +58,15 @@ ws_dispatcher::ws_dispatcher(executor_lane& lane, PyObject* on_message, std::str
 
 ws_dispatcher::~ws_dispatcher() = default;
 
-void ws_dispatcher::on_message(const std::shared_ptr<realtime::connection>& conn, realtime::payload_kind kind,
+bool ws_dispatcher::on_message(const std::shared_ptr<realtime::connection>& conn, realtime::payload_kind kind,
                                std::string data) {
-    if (closed_ || failed_.load(std::memory_order_relaxed)) return;
+    if (closed_ || failed_.load(std::memory_order_relaxed)) return true;
     if (!conn_) conn_ = conn;
+    backlog_ += data.size() + 1;
     queue_.push_back(inbound{kind, std::move(data)});
     dispatch();
+    if (backlog_ > max_backlog) reading_paused_ = true;
+    return !reading_paused_;
 }
 
 void ws_dispatcher::on_close(std::uint16_t) {

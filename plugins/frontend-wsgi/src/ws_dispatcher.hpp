@@ -22,7 +22,8 @@ public:
     ~ws_dispatcher() override;
 
     // Reactor thread of the hold.
-    void on_message(const std::shared_ptr<realtime::connection>& conn, realtime::payload_kind kind,
+    // False while more than max_backlog bytes wait for the application.
+    bool on_message(const std::shared_ptr<realtime::connection>& conn, realtime::payload_kind kind,
                     std::string data) override;
     void on_close(std::uint16_t code) override;
 
@@ -39,10 +40,16 @@ private:
     bool call(const inbound& m);
     void release_python() noexcept;
 
+    // What may wait for on_message before the peer is no longer read: a
+    // flood of messages meets TCP back-pressure, not a growing queue.
+    static constexpr std::size_t max_backlog = 1024 * 1024;
+
     executor_lane& lane_;
     const std::string where_;
     // Reactor side.
     std::deque<inbound> queue_;
+    std::size_t backlog_ = 0;  // bytes queued or in the running job
+    bool reading_paused_ = false;
     std::shared_ptr<realtime::connection> conn_;
     bool busy_ = false;      // a job is submitted and not completed
     bool closed_ = false;    // no message follows

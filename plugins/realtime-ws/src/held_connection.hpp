@@ -66,6 +66,7 @@ public:
     void subscribe(std::string_view channel) override;
     void unsubscribe(std::string_view channel) override;
     void close(std::uint16_t code, std::string_view reason) override;
+    void resume_reading() override;
     // How a message to this hold becomes a frame (compressed when the
     // deployment allows permessage-deflate).
     ws_format frame_format(payload_kind kind) const noexcept;

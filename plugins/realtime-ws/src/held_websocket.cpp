@@ -47,9 +47,14 @@ void held_connection::start_ws(std::vector<http::response_header> headers) {
 
 void held_connection::on_inbound(websocket::message m) {
     if (ended_ || !inbound_) return;
-    inbound_->on_message(shared_from_this(),
-                         m.kind == websocket::opcode::binary ? payload_kind::binary : payload_kind::text,
-                         std::move(m.data));
+    const bool more = inbound_->on_message(
+        shared_from_this(), m.kind == websocket::opcode::binary ? payload_kind::binary : payload_kind::text,
+        std::move(m.data));
+    if (!more && session_) session_->pause_reading();
+}
+
+void held_connection::resume_reading() {
+    if (session_) session_->resume_reading();
 }
 
 void held_connection::on_ws_closed(std::uint16_t code) {

@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import struct
+import threading
 
 import pytest
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
@@ -100,6 +101,48 @@ def test_on_message_sees_every_message_in_order_on_a_pool_of_several_threads(m0_
             assert [recv(ws) for _ in range(count)] == [f"seq:{i}" for i in range(count)]
             ws.send("seen")
             assert recv(ws) == ",".join(map(str, range(count)))
+
+
+def unsent_bytes(client_port, server_port):
+    """Bytes the client's end of 127.0.0.1:client_port → :server_port has
+    queued to send and the server has not taken (/proc/net/tcp tx_queue)."""
+    loopback = "0100007F"
+    local, remote = f"{loopback}:{client_port:04X}", f"{loopback}:{server_port:04X}"
+    with open("/proc/net/tcp") as f:
+        for line in f:
+            fields = line.split()
+            if fields[1] == local and fields[2] == remote:
+                return int(fields[4].split(":")[0], 16)
+    return 0
+
+
+def test_a_slow_on_message_stops_m0_reading_the_client_instead_of_queueing(m0_server):
+    server = m0_server(config())
+    sock = raw_upgrade(server, path="/ws?tag=flood")
+    with sock:
+        sock.sendall(client_frame(0x1, b"block"))
+        # 40 MiB: more than the kernel's socket buffers on both ends can hold
+        # (a few MiB), so the sender cannot finish unless m0 reads on.
+        count, size = 640, 64 * 1024
+        payloads = [f"note:{i}:".encode() + b"x" * size for i in range(count)]
+        # m0 stops reading once about 1 MiB waits for on_message, so this
+        # sendall blocks until the application catches up.
+        sender = threading.Thread(target=lambda: sock.sendall(b"".join(client_frame(0x1, p) for p in payloads)))
+        sender.start()
+        client_port = sock.getsockname()[1]
+        # Had m0 read on (queueing for on_message), the client's send queue
+        # would drain; it fills instead.
+        server.wait_until(lambda: unsent_bytes(client_port, server.port) >= 512 * 1024,
+                          what="the client's flood to back up while on_message is blocked")
+        # The negative check: a server queueing for on_message would take the
+        # whole flood within milliseconds and let the sender finish.
+        sender.join(timeout=m0test.scaled(2))
+        assert sender.is_alive(), "m0 read the whole flood while on_message was blocked"
+        assert m0test.request(server.port, "GET", "/unblock").status == 204
+        sender.join(timeout=m0test.scaled(30))
+        assert not sender.is_alive()
+        sock.sendall(client_frame(0x1, b"seen"))  # every message reached on_message, in order
+        assert read_frame(sock) == (0x1, ",".join(map(str, range(count))).encode())
 
 
 def test_conn_methods_work_from_another_thread(m0_server):

@@ -8,6 +8,8 @@ import m0
 
 # The order in which on_message saw each connection's messages, by conn.id.
 seen = {}
+# "block" holds on_message until GET /unblock (a slow application).
+unblock = threading.Event()
 
 
 def on_message(conn, message):
@@ -38,9 +40,13 @@ def on_message(conn, message):
             conn.send("thread done")
             conn.close(4000, "thread closed")
         threading.Thread(target=work).start()
+    elif command == "block":
+        unblock.wait(timeout=60)
     elif command == "seq":
-        seen.setdefault(conn.id, []).append(int(arg))
+        seen.setdefault(conn.id, []).append(int(arg.split(":")[0]))
         conn.send(message)
+    elif command == "note":  # as seq, without the echo
+        seen.setdefault(conn.id, []).append(int(arg.split(":")[0]))
     elif command == "seen":
         conn.send(",".join(map(str, seen.get(conn.id, []))))
     else:
@@ -79,6 +85,10 @@ def app(environ, start_response):
                 errors.append(f"{type(e).__name__}: {e}")
         start_response("200 OK", [("Content-Type", "text/plain")])
         return ["|".join(errors).encode()]
+    if path == "/unblock":
+        unblock.set()
+        start_response("204 No Content", [])
+        return []
     if path == "/publish":
         body = environ["wsgi.input"].read()
         m0.publish(q.get("channel", "news"), body if "binary" in q else body.decode())

@@ -72,6 +72,13 @@ public:
     // Starts the close handshake with `code` (close_code::...).
     void close(std::uint16_t code, std::string_view reason = {});
 
+    // Stops reading the peer until resume_reading(): an application that
+    // handles messages elsewhere (an executor) and fell behind slows the
+    // peer through TCP instead of queueing without bound. Keepalive does not
+    // count the pause against the peer.
+    void pause_reading() noexcept { paused_ = true; }
+    void resume_reading();
+
     bool is_open() const noexcept { return state_ == state::open; }
     const std::string& subprotocol() const noexcept { return subprotocol_; }
     std::size_t pending_bytes() const { return stream_->pending_bytes(); }
@@ -86,6 +93,7 @@ private:
     using clock = std::chrono::steady_clock;
 
     void read();
+    void read_unless_paused();
     void on_read(boost::system::error_code ec, std::string_view data);
     void arm_timer();
     void on_timer();
@@ -110,6 +118,8 @@ private:
     clock::time_point last_message_;  // a data message either way
     clock::time_point ping_sent_;
     bool awaiting_pong_ = false;
+    bool paused_ = false;       // pause_reading()
+    bool read_parked_ = false;  // a read is owed once the pause ends
     clock::time_point close_deadline_;
     std::uint16_t close_code_ = close_code::no_status;
     std::string close_reason_;
