@@ -19,7 +19,9 @@ def client_frame(opcode, payload, fin=True, masked=True):
         head += bytes([mask_bit | 127]) + struct.pack("!Q", n)
     if not masked:
         return head + payload
-    return head + MASK + bytes(b ^ MASK[i % 4] for i, b in enumerate(payload))
+    # XOR as one big integer: megabytes of payload mask in milliseconds.
+    key = (MASK * (n // 4 + 1))[:n]
+    return head + MASK + (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
 
 
 def recv_exact(sock, n):

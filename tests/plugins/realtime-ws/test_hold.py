@@ -10,25 +10,14 @@ import threading
 import pytest
 
 import m0test
+from support.realtime_deployment import wsgi_realtime_config
 from support.sse_stream import StreamReader
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
 
 
 def config(realtime="{}", threads=2, drain_timeout="10s", executor="pool"):
-    pool = f"  pool: {{threads: {threads}, max_threads: {threads}}}\n" if executor == "pool" else ""
-    return (
-        "server:\n"
-        f"  drain_timeout: {drain_timeout}\n"
-        "frontend:\n"
-        "  type: wsgi\n"
-        "  app: \"hold_apps:app\"\n"
-        f"  chdir: {APPS}\n"
-        "executor:\n"
-        f"  type: {executor}\n"
-        f"{pool}"
-        f"realtime: {realtime}\n"
-    )
+    return wsgi_realtime_config("hold_apps:app", APPS, realtime, threads, drain_timeout, executor)
 
 
 def send_get(sock, path):

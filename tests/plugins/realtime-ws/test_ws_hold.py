@@ -14,25 +14,14 @@ from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 from websockets.sync.client import connect
 
 import m0test
+from support.realtime_deployment import wsgi_realtime_config
 from support.ws_frames import client_frame, raw_upgrade, read_frame
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
 
 
 def config(realtime="{}", threads=4, drain_timeout="10s", executor="pool"):
-    pool = f"  pool: {{threads: {threads}, max_threads: {threads}}}\n" if executor == "pool" else ""
-    return (
-        "server:\n"
-        f"  drain_timeout: {drain_timeout}\n"
-        "frontend:\n"
-        "  type: wsgi\n"
-        "  app: \"ws_apps:app\"\n"
-        f"  chdir: {APPS}\n"
-        "executor:\n"
-        f"  type: {executor}\n"
-        f"{pool}"
-        f"realtime: {realtime}\n"
-    )
+    return wsgi_realtime_config("ws_apps:app", APPS, realtime, threads, drain_timeout, executor)
 
 
 def ws_connect(server, query="", **kwargs):
@@ -57,9 +46,10 @@ def closed_by_server(ws):
 
 
 def publish(server, data, channel="news"):
-    binary = "&binary=1" if isinstance(data, bytes) else ""
+    """m0.publish() of `data` as it is: str or bytes."""
+    text = "" if isinstance(data, bytes) else "&text=1"
     body = data if isinstance(data, bytes) else data.encode()
-    assert m0test.request(server.port, "POST", f"/publish?channel={channel}{binary}", body=body).status == 204
+    assert m0test.request(server.port, "POST", f"/publish?channel={channel}{text}", body=body).status == 204
 
 
 def test_a_request_that_is_no_handshake_raises_in_the_view_which_answers_400(m0_server):
@@ -127,12 +117,13 @@ def test_a_slow_on_message_stops_m0_reading_the_client_instead_of_queueing(m0_se
         payloads = [f"note:{i}:".encode() + b"x" * size for i in range(count)]
         # m0 stops reading once about 1 MiB waits for on_message, so this
         # sendall blocks until the application catches up.
-        sender = threading.Thread(target=lambda: sock.sendall(b"".join(client_frame(0x1, p) for p in payloads)))
+        flood = b"".join(client_frame(0x1, p) for p in payloads)
+        sender = threading.Thread(target=lambda: sock.sendall(flood))
         sender.start()
         client_port = sock.getsockname()[1]
         # Had m0 read on (queueing for on_message), the client's send queue
         # would drain; it fills instead.
-        server.wait_until(lambda: unsent_bytes(client_port, server.port) >= 512 * 1024,
+        server.wait_until(lambda: unsent_bytes(client_port, server.port) >= 64 * 1024,
                           what="the client's flood to back up while on_message is blocked")
         # The negative check: a server queueing for on_message would take the
         # whole flood within milliseconds and let the sender finish.

@@ -10,13 +10,13 @@ import m0
 _release = threading.Event()
 
 
-def _query(environ):
+def query(environ):
     return {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
 
 
 def app(environ, start_response):
     path = environ["PATH_INFO"]
-    q = _query(environ)
+    q = query(environ)
     if path == "/hold":
         timeout = float(q["timeout"]) if "timeout" in q else None
         channels = q.get("channels", "news").split(",")
@@ -28,7 +28,8 @@ def app(environ, start_response):
         return [b"not sent"]
     if path == "/publish":
         body = environ["wsgi.input"].read()
-        m0.publish(q.get("channel", "news"), body, event=q.get("event"))
+        # bytes by default; text=1 publishes a str (a WebSocket text frame).
+        m0.publish(q.get("channel", "news"), body.decode() if "text" in q else body, event=q.get("event"))
         start_response("204 No Content", [])
         return []
     if path == "/publish-many":

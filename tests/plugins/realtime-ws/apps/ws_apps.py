@@ -1,10 +1,12 @@
 """Plain WSGI views of the WebSocket hold tests: /ws holds the connection as
 a WebSocket (environ["m0.hold"](..., "ws", on_message=...)) and returns; the
-handler below answers the client's commands."""
+handler below answers the client's commands. Every other path (/publish,
+/publish-many) is hold_apps'."""
 import threading
-from urllib.parse import parse_qs
 
 import m0
+from hold_apps import app as hold_app
+from hold_apps import query
 
 # The order in which on_message saw each connection's messages, by conn.id.
 seen = {}
@@ -53,13 +55,9 @@ def on_message(conn, message):
         conn.send(message)
 
 
-def _query(environ):
-    return {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
-
-
 def app(environ, start_response):
     path = environ["PATH_INFO"]
-    q = _query(environ)
+    q = query(environ)
     if path == "/ws":
         channels = [c for c in q.get("channels", "news").split(",") if c]
         try:
@@ -89,16 +87,4 @@ def app(environ, start_response):
         unblock.set()
         start_response("204 No Content", [])
         return []
-    if path == "/publish":
-        body = environ["wsgi.input"].read()
-        m0.publish(q.get("channel", "news"), body if "binary" in q else body.decode())
-        start_response("204 No Content", [])
-        return []
-    if path == "/publish-many":
-        size, count = int(q["size"]), int(q["count"])
-        for i in range(count):
-            m0.publish(q.get("channel", "news"), f"{i:08d}" + "x" * size)
-        start_response("204 No Content", [])
-        return []
-    start_response("404 Not Found", [("Content-Type", "text/plain")])
-    return [b"not found"]
+    return hold_app(environ, start_response)
