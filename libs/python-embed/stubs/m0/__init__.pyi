@@ -10,6 +10,8 @@ def publish(channel: str, data: str | bytes, *, event: str | None = None) -> Non
     client. Raises RuntimeError without a `realtime:` section, ValueError for
     an event name with CR or LF."""
 
+# The type of on_message's `conn` (its repr: <m0.connection id=...>); for
+# annotations only, the module does not export it.
 @final
 class connection:
     """A WebSocket held with environ["m0.hold"](..., "ws", on_message=...),
