@@ -10,14 +10,14 @@ import threading
 import pytest
 
 import m0test
-from support.realtime_deployment import wsgi_realtime_config
+from support.wsgi_deployment import wsgi_config
 from support.sse_stream import StreamReader
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
 
 
 def config(realtime="{}", threads=2, drain_timeout="10s", executor="pool"):
-    return wsgi_realtime_config("hold_apps:app", APPS, realtime, threads, drain_timeout, executor)
+    return wsgi_config("hold_apps:app", APPS, drain_timeout, threads, executor, realtime)
 
 
 def send_get(sock, path):

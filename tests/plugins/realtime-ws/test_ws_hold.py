@@ -14,14 +14,14 @@ from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 from websockets.sync.client import connect
 
 import m0test
-from support.realtime_deployment import wsgi_realtime_config
+from support.wsgi_deployment import wsgi_config
 from support.ws_frames import client_frame, raw_upgrade, read_frame
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
 
 
 def config(realtime="{}", threads=4, drain_timeout="10s", executor="pool"):
-    return wsgi_realtime_config("ws_apps:app", APPS, realtime, threads, drain_timeout, executor)
+    return wsgi_config("ws_apps:app", APPS, drain_timeout, threads, executor, realtime)
 
 
 def ws_connect(server, query="", **kwargs):

@@ -1,8 +1,8 @@
-"""The deployment the realtime e2e tests serve: a WSGI app from a folder on
-an executor, with a `realtime:` section."""
+"""The deployment many e2e tests serve: a WSGI app from a folder on an
+executor, with a `realtime:` section when given."""
 
 
-def wsgi_realtime_config(app, chdir, realtime="{}", threads=2, drain_timeout="10s", executor="pool"):
+def wsgi_config(app, chdir, drain_timeout="10s", threads=2, executor="pool", realtime=None):
     pool = f"  pool: {{threads: {threads}, max_threads: {threads}}}\n" if executor == "pool" else ""
     return (
         "server:\n"
@@ -14,5 +14,5 @@ def wsgi_realtime_config(app, chdir, realtime="{}", threads=2, drain_timeout="10
         "executor:\n"
         f"  type: {executor}\n"
         f"{pool}"
-        f"realtime: {realtime}\n"
+        + (f"realtime: {realtime}\n" if realtime is not None else "")
     )
