@@ -5,6 +5,9 @@
 // before the view returns, so that a message published once the view has
 // returned cannot be missed; the reactor attaches the exchange when the job
 // completes and the hold writes every message published on its channels.
+// A WebSocket hold (hold_mode::ws) also reads: each inbound message goes to
+// the frontend's inbound_handler, and the application answers through the
+// hold's `connection` from any thread.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -22,6 +25,46 @@ namespace m0::realtime {
 enum class hold_mode {
     sse,   // 200 text/event-stream, one event per message, until the client leaves
     poll,  // the first message is the 200 body; none within the timeout: 204
+    ws,    // 101 and a WebSocket session: each message is one frame, inbound ones go to the inbound_handler
+};
+
+// What a message is on a WebSocket: a text frame (str in Python) or a binary
+// one (bytes). SSE and long-poll send the bytes either way.
+enum class payload_kind { text, binary };
+
+// A WebSocket hold as the application sees it. Every call: any thread, never
+// waits for the client; calls after the connection ended do nothing.
+class connection {
+public:
+    virtual ~connection() = default;
+    // Unique within the process.
+    virtual std::uint64_t id() const noexcept = 0;
+    // This connection alone, through its outbox like a publish.
+    virtual void send(std::string_view data, payload_kind kind) = 0;
+    // Adds (removes) a channel: a publish that starts after subscribe()
+    // returned reaches the connection.
+    virtual void subscribe(std::string_view channel) = 0;
+    virtual void unsubscribe(std::string_view channel) = 0;
+    // Starts the close handshake (a code a server may send: 1000-1003,
+    // 1007-1014, 3000-4999).
+    virtual void close(std::uint16_t code, std::string_view reason) = 0;
+    // The hold's reactor thread only: the inbound_handler caught up after
+    // on_message returned false; reading the peer resumes.
+    virtual void resume_reading() = 0;
+};
+
+// The frontend's end of a WebSocket hold: receives its inbound messages.
+// Reactor thread of the hold.
+class inbound_handler {
+public:
+    virtual ~inbound_handler() = default;
+    // One message, in arrival order; the handler keeps that order wherever
+    // it runs the application (an executor). False when it is behind: the
+    // hold stops reading the peer (TCP slows it) until conn->resume_reading().
+    virtual bool on_message(const std::shared_ptr<connection>& conn, payload_kind kind, std::string data) = 0;
+    // The connection ended (`code`: as websocket::session's close handler);
+    // no message follows.
+    virtual void on_close(std::uint16_t code) = 0;
 };
 
 struct hold_options {
@@ -29,6 +72,8 @@ struct hold_options {
     std::vector<std::string> channels;
     // poll: how long to wait for a message (none: until drain or the client leaves).
     std::optional<std::chrono::milliseconds> timeout;
+    // ws: receives the inbound messages (null: they are read and dropped).
+    std::shared_ptr<inbound_handler> inbound;
 };
 
 // A subscribed connection that the reactor has not attached yet. Messages
@@ -52,9 +97,14 @@ public:
     static constexpr unsigned service_version = 1;
     virtual ~hub() = default;
 
-    // Any thread; never waits for a client. `event` names an SSE event.
-    virtual void publish(std::string_view channel, std::string_view data,
-                         std::optional<std::string_view> event) = 0;
+    // Any thread; never waits for a client. `event` names an SSE event;
+    // `kind` picks the WebSocket frame (text or binary).
+    virtual void publish(std::string_view channel, std::string_view data, std::optional<std::string_view> event,
+                         payload_kind kind = payload_kind::text) = 0;
+
+    // Any thread: why `req` is not a WebSocket handshake the hub would
+    // accept for a ws hold, or nothing when it is.
+    virtual std::optional<std::string> check_websocket(const http::request& req) const = 0;
 
     // Any thread (the executor thread running the view): subscribes now.
     // `reactor` is the io_context of the reactor that owns the request. Null

@@ -13,6 +13,7 @@ ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]"]
 INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "notes",
+    "chat",
 ]
 
 MIDDLEWARE = [

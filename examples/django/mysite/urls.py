@@ -1,5 +1,6 @@
 from django.urls import path
 
+from chat import views as chat
 from notes import views
 
 urlpatterns = [
@@ -8,4 +9,9 @@ urlpatterns = [
     path("api/notes-async", views.api_notes_async, name="api-notes-async"),
     path("form", views.form, name="form"),
     path("boom", views.boom, name="boom"),
+    # The chat room (configs/django-realtime.yaml: needs m0's `realtime:`).
+    path("chat/", chat.page, name="chat"),
+    path("chat/events", chat.events, name="chat-events"),
+    path("chat/ws", chat.websocket, name="chat-ws"),
+    path("chat/say", chat.say, name="chat-say"),
 ]

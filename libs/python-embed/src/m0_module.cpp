@@ -66,7 +66,9 @@ PyObject* publish(PyObject*, PyObject* args, PyObject* kwargs) {
         }
     }
     // Never waits for a client: the hub only queues work for the reactors.
-    hub->publish(std::string_view(channel_text, static_cast<std::size_t>(channel_size)), payload, event_name);
+    // str goes to a WebSocket as a text frame, bytes as a binary one.
+    hub->publish(std::string_view(channel_text, static_cast<std::size_t>(channel_size)), payload, event_name,
+                 PyBytes_Check(data) ? realtime::payload_kind::binary : realtime::payload_kind::text);
     Py_RETURN_NONE;
 }
 

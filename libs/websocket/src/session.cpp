@@ -76,10 +76,26 @@ void session::on_read(boost::system::error_code ec, std::string_view data) {
     }
     if (state_ == state::closed) return;
     if (stream_->pending_bytes() > options_.max_write_buffer) {
-        stream_->when_drained(options_.max_write_buffer / 2, [self = shared_from_this()] { self->read(); });
+        stream_->when_drained(options_.max_write_buffer / 2, [self = shared_from_this()] { self->read_unless_paused(); });
+        return;
+    }
+    read_unless_paused();
+}
+
+void session::read_unless_paused() {
+    if (state_ == state::closed) return;
+    if (paused_) {
+        read_parked_ = true;
         return;
     }
     read();
+}
+
+void session::resume_reading() {
+    paused_ = false;
+    if (!read_parked_) return;
+    read_parked_ = false;
+    read_unless_paused();
 }
 
 void session::on_message(opcode kind, std::string payload) {
@@ -121,12 +137,15 @@ void session::send(opcode kind, std::string_view payload) {
     stream_->write(std::move(frame));
 }
 
+bool session::takes_shared_compressed(const prepared_message& m) const noexcept {
+    return deflate_ && deflate_->server_no_context_takeover && deflate_->server_max_window_bits == 15 &&
+           m.compressed_frame();
+}
+
 void session::send(const prepared_message& m) {
     if (state_ != state::open) return;
     last_message_ = clock::now();
-    const bool shared_compressed = deflate_ && deflate_->server_no_context_takeover &&
-                                   deflate_->server_max_window_bits == 15 && m.compressed_frame();
-    stream_->write_shared(shared_compressed ? m.compressed_frame() : m.plain_frame());
+    stream_->write_shared(takes_shared_compressed(m) ? m.compressed_frame() : m.plain_frame());
 }
 
 void session::close(std::uint16_t code, std::string_view reason) {
@@ -176,6 +195,11 @@ void session::on_timer() {
         if (now >= close_deadline_) finish(close_code_, close_reason_);
         else arm_timer();
         return;
+    }
+    if (paused_) {
+        // We stopped reading, so a pong could not arrive: the peer is not late.
+        last_read_ = now;
+        awaiting_pong_ = false;
     }
     if (options_.ping_interval.count() > 0) {
         if (awaiting_pong_ && last_read_ > ping_sent_) awaiting_pong_ = false;  // any byte proves the peer alive

@@ -13,6 +13,7 @@
 
 #include "wsgi_hold.hpp"
 #include "wsgi_objects.hpp"
+#include "ws_dispatcher.hpp"
 
 namespace m0::wsgi {
 using python::py_ref;
@@ -73,8 +74,8 @@ void stream_link::abandon() {
     room.notify_all();
 }
 
-wsgi_call::wsgi_call(application& app, http::exchange_ptr ex, request_facts facts)
-    : app_(app), ex_(std::move(ex)), req_(&ex_->req()), facts_(std::move(facts)),
+wsgi_call::wsgi_call(application& app, executor_lane& lane, http::exchange_ptr ex, request_facts facts)
+    : app_(app), lane_(lane), ex_(std::move(ex)), req_(&ex_->req()), facts_(std::move(facts)),
       reactor_thread_(std::this_thread::get_id()), reactor_io_(&ex_->io()) {}
 
 wsgi_call::~wsgi_call() {
@@ -381,7 +382,7 @@ PyObject* wsgi_call::write(PyObject* data) {
     Py_RETURN_NONE;
 }
 
-PyObject* wsgi_call::hold(realtime::hold_options options) {
+PyObject* wsgi_call::hold(realtime::hold_options options, PyObject* on_message) {
     if (hold_) {
         PyErr_SetString(PyExc_RuntimeError, "m0.hold(): this request is already held");
         return nullptr;
@@ -389,6 +390,15 @@ PyObject* wsgi_call::hold(realtime::hold_options options) {
     if (headers_sent_) {
         PyErr_SetString(PyExc_RuntimeError, "m0.hold(): the response has already begun");
         return nullptr;
+    }
+    if (options.mode == realtime::hold_mode::ws) {
+        // The view may answer 400 itself; the request is read-only while
+        // its job runs, so checking it here is safe.
+        if (auto why = app_.hub->check_websocket(*req_)) {
+            PyErr_Format(PyExc_ValueError, "m0.hold(): not a WebSocket handshake: %s", why->c_str());
+            return nullptr;
+        }
+        if (on_message) options.inbound = std::make_shared<ws_dispatcher>(lane_, on_message, describe());
     }
     // Without the GIL: with a Redis bus, subscribing waits for the server to
     // confirm the channels, and other Python threads need not wait with it.

@@ -101,7 +101,8 @@ struct room_guard {
 
 class wsgi_call final : public job {
 public:
-    wsgi_call(application& app, http::exchange_ptr ex, request_facts facts);
+    // `lane` is the one the call runs on: a WebSocket hold's messages follow it.
+    wsgi_call(application& app, executor_lane& lane, http::exchange_ptr ex, request_facts facts);
     ~wsgi_call() override;
     void run(completion_port& port) noexcept override;
     void complete(bool cancelled) noexcept override;
@@ -111,8 +112,9 @@ public:
     PyObject* start_response(PyObject* status, PyObject* headers, PyObject* exc_info);
     PyObject* write(PyObject* data);
     // environ["m0.hold"]: subscribes now, on this executor thread, so that
-    // nothing published after the view returns is missed.
-    PyObject* hold(realtime::hold_options options);
+    // nothing published after the view returns is missed. `on_message`
+    // (borrowed; ws only, may be null) receives the WebSocket's messages.
+    PyObject* hold(realtime::hold_options options, PyObject* on_message);
 
 private:
     enum class outcome { respond, streamed, file, error, abort, hold };
@@ -130,6 +132,7 @@ private:
     std::string describe() const;
 
     application& app_;
+    executor_lane& lane_;
     http::exchange_ptr ex_;
     const http::request* req_;
     request_facts facts_;

@@ -68,7 +68,7 @@ void wsgi_handler::on_request(http::exchange_ptr ex) {
 }
 
 void wsgi_handler::submit(http::exchange_ptr ex, request_facts facts) {
-    lane_.submit(std::make_unique<wsgi_call>(app_, std::move(ex), std::move(facts)));
+    lane_.submit(std::make_unique<wsgi_call>(app_, lane_, std::move(ex), std::move(facts)));
 }
 
 // A chunked body's size is unknown up front: its first input_buffer + 1

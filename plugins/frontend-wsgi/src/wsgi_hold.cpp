@@ -31,7 +31,7 @@ bool add_channel(PyObject* o, std::vector<std::string>& out) {
 }
 
 // A str is one channel; any other iterable lists them.
-bool parse_channels(PyObject* o, std::vector<std::string>& out) {
+bool parse_channels(PyObject* o, std::vector<std::string>& out, bool required) {
     if (PyUnicode_Check(o)) return add_channel(o, out);
     python::py_ref it(PyObject_GetIter(o));
     if (!it) {
@@ -43,7 +43,7 @@ bool parse_channels(PyObject* o, std::vector<std::string>& out) {
         if (!add_channel(item.get(), out)) return false;
     }
     if (PyErr_Occurred()) return false;
-    if (out.empty()) {
+    if (out.empty() && required) {
         PyErr_SetString(PyExc_ValueError, "m0.hold(): no channel given");
         return false;
     }
@@ -51,12 +51,13 @@ bool parse_channels(PyObject* o, std::vector<std::string>& out) {
 }
 
 PyObject* hold_call(PyObject* o, PyObject* args, PyObject* kwargs) {
-    static const char* kwlist[] = {"channels", "mode", "timeout", nullptr};
+    static const char* kwlist[] = {"channels", "mode", "on_message", "timeout", nullptr};
     PyObject* channels = nullptr;
     const char* mode = "sse";
+    PyObject* on_message = Py_None;
     PyObject* timeout = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|s$O:hold", const_cast<char**>(kwlist), &channels, &mode,
-                                     &timeout))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|s$OO:hold", const_cast<char**>(kwlist), &channels, &mode,
+                                     &on_message, &timeout))
         return nullptr;
     realtime::hold_options options;
     std::string m(mode);
@@ -64,11 +65,23 @@ PyObject* hold_call(PyObject* o, PyObject* args, PyObject* kwargs) {
         options.mode = realtime::hold_mode::sse;
     } else if (m == "poll") {
         options.mode = realtime::hold_mode::poll;
+    } else if (m == "ws") {
+        options.mode = realtime::hold_mode::ws;
     } else {
-        PyErr_Format(PyExc_ValueError, "m0.hold(): mode must be 'sse' or 'poll', not '%.100s'", mode);
+        PyErr_Format(PyExc_ValueError, "m0.hold(): mode must be 'sse', 'poll' or 'ws', not '%.100s'", mode);
         return nullptr;
     }
-    if (!parse_channels(channels, options.channels)) return nullptr;
+    // A WebSocket may start with no channel and subscribe later.
+    if (!parse_channels(channels, options.channels, options.mode != realtime::hold_mode::ws)) return nullptr;
+    if (on_message != Py_None && options.mode != realtime::hold_mode::ws) {
+        PyErr_SetString(PyExc_ValueError, "m0.hold(): on_message is for mode='ws' only");
+        return nullptr;
+    }
+    if (on_message != Py_None && !PyCallable_Check(on_message)) {
+        PyErr_Format(PyExc_TypeError, "m0.hold(): on_message must be callable, not %.100s",
+                     Py_TYPE(on_message)->tp_name);
+        return nullptr;
+    }
     if (timeout != Py_None) {
         double seconds = PyFloat_AsDouble(timeout);
         if (seconds == -1.0 && PyErr_Occurred()) return nullptr;
@@ -83,13 +96,13 @@ PyObject* hold_call(PyObject* o, PyObject* args, PyObject* kwargs) {
         PyErr_SetString(PyExc_RuntimeError, "m0.hold() called after its request ended");
         return nullptr;
     }
-    return self->call->hold(std::move(options));
+    return self->call->hold(std::move(options), on_message == Py_None ? nullptr : on_message);
 }
 
 PyTypeObject hold_type = [] {
     PyTypeObject t = python::blank_type("m0.hold", sizeof(hold_object));
     t.tp_call = hold_call;
-    t.tp_doc = "hold(channels, mode='sse', *, timeout=None): hand this request's connection to m0.";
+    t.tp_doc = "hold(channels, mode='sse', *, on_message=None, timeout=None): hand this request's connection to m0.";
     return t;
 }();
 

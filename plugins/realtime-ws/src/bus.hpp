@@ -17,6 +17,7 @@ struct bus_message {
     std::string_view channel;
     std::string_view data;
     std::optional<std::string_view> event;
+    payload_kind kind = payload_kind::text;  // how a WebSocket hold frames it
 };
 
 class bus {
@@ -33,7 +34,8 @@ public:
     virtual void stop() = 0;
 
     // Any thread; never blocks on the network or a client.
-    virtual void publish(std::string_view channel, std::string_view data, std::optional<std::string_view> event) = 0;
+    virtual void publish(std::string_view channel, std::string_view data, std::optional<std::string_view> event,
+                         payload_kind kind) = 0;
 
     // Any thread. Counted per channel: the bus listens to a channel from its
     // first subscribe until the matching last unsubscribe.

@@ -20,11 +20,20 @@ bool owned_by_hold(std::string_view name) {
 }  // namespace
 
 held_connection::held_connection(hold_options options, unsigned shard, const settings& config,
-                                 hold_counters& counters, std::function<void(held_connection&)> on_end)
-    : options_(std::move(options)), shard_(shard), config_(config), counters_(counters), on_end_(std::move(on_end)) {}
+                                 hold_counters& counters, std::function<void(held_connection&)> on_end,
+                                 std::uint64_t id, std::shared_ptr<reactor_handle> reactor,
+                                 channel_registry* registry)
+    : options_(std::move(options)), shard_(shard), config_(config), counters_(counters), on_end_(std::move(on_end)),
+      id_(id), reactor_(std::move(reactor)), registry_(registry), channels_(options_.channels),
+      inbound_(options_.inbound) {}
 
 std::size_t held_connection::cost(const message& m) const noexcept {
-    return options_.mode == hold_mode::sse ? m.sse->size() : m.data->size();
+    switch (options_.mode) {
+    case hold_mode::sse: return m.sse->size();
+    case hold_mode::poll: return m.data->size();
+    case hold_mode::ws: return m.ws->plain_frame()->size();
+    }
+    return 0;
 }
 
 void held_connection::deliver(const std::shared_ptr<const message>& m) {
@@ -35,7 +44,7 @@ void held_connection::deliver(const std::shared_ptr<const message>& m) {
             overflowed_ = true;
             outbox_.clear();
             outbox_bytes_ = 0;
-            if (ex_) end_stream();
+            if (ex_ || session_) end_stream();
             return;
         }
         while (!outbox_.empty() && (outbox_.size() + 1 > config_.outbox_max_messages ||
@@ -51,7 +60,7 @@ void held_connection::deliver(const std::shared_ptr<const message>& m) {
     }
     outbox_.push_back(m);
     outbox_bytes_ += cost(*m);
-    if (ex_) pump();
+    if (ex_ || session_) pump();
 }
 
 void held_connection::attach(http::exchange_ptr ex, std::vector<http::response_header> headers) {
@@ -59,6 +68,11 @@ void held_connection::attach(http::exchange_ptr ex, std::vector<http::response_h
     ex_ = std::move(ex);
     std::erase_if(headers, [](const http::response_header& h) { return owned_by_hold(h.name); });
     counters_.held.fetch_add(1, std::memory_order_relaxed);
+    if (options_.mode == hold_mode::ws) {
+        // The session watches the connection itself (drain, a peer gone).
+        start_ws(std::move(headers));
+        return;
+    }
     auto weak = weak_from_this();
     ex_->on_client_gone([weak] {
         if (auto self = weak.lock()) self->finish();
@@ -106,7 +120,7 @@ void held_connection::start_poll(std::vector<http::response_header> headers) {
 }
 
 void held_connection::pump() {
-    if (ended_ || !ex_) return;
+    if (ended_ || (!ex_ && !session_)) return;
     if (options_.mode == hold_mode::poll) {
         if (outbox_.empty()) return;
         auto m = std::move(outbox_.front());
@@ -119,21 +133,29 @@ void held_connection::pump() {
         finish();
         return;
     }
-    while (!outbox_.empty() && ex_->pending_bytes() < write_buffer_room) {
+    auto pending = [this] { return session_ ? stream_->pending_bytes() : ex_->pending_bytes(); };
+    while (!outbox_.empty() && pending() < write_buffer_room) {
         auto& m = outbox_.front();
-        ex_->write_shared(m->sse);
+        if (session_)
+            send_frame(*m);
+        else
+            ex_->write_shared(m->sse);
         outbox_bytes_ -= cost(*m);
         outbox_.pop_front();
         counters_.delivered.fetch_add(1, std::memory_order_relaxed);
     }
     if (!outbox_.empty() && !waiting_room_) {
         waiting_room_ = true;
-        ex_->when_drained(write_buffer_room / 2, [weak = weak_from_this()] {
+        auto room = [weak = weak_from_this()] {
             if (auto self = weak.lock()) {
                 self->waiting_room_ = false;
                 self->pump();
             }
-        });
+        };
+        if (session_)
+            stream_->when_drained(write_buffer_room / 2, std::move(room));
+        else
+            ex_->when_drained(write_buffer_room / 2, std::move(room));
     }
 }
 
@@ -152,6 +174,12 @@ void held_connection::arm_heartbeat() {
 
 void held_connection::end_stream() {
     if (ended_) return;
+    if (session_) {
+        // Overflow: the client should come back and resynchronise. The hold
+        // ends when the close handshake does.
+        session_->close(websocket::close_code::try_again_later, "outbox overflow");
+        return;
+    }
     if (ex_) {
         if (options_.mode == hold_mode::sse)
             ex_->end();  // the final chunk: a clean end the client can tell from a cut
@@ -168,6 +196,9 @@ void held_connection::finish() {
     outbox_.clear();
     outbox_bytes_ = 0;
     ex_.reset();
+    session_.reset();
+    stream_.reset();
+    if (auto in = std::move(inbound_)) in->on_close(close_code_);  // after the session's close handler set it
     if (on_end_) {
         auto fn = std::move(on_end_);
         on_end_ = nullptr;
@@ -180,6 +211,9 @@ void held_connection::release() noexcept {
     timer_.reset();
     outbox_.clear();
     ex_.reset();
+    session_.reset();
+    stream_.reset();
+    inbound_.reset();
     on_end_ = nullptr;
 }
 

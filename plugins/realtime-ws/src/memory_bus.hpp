@@ -12,10 +12,11 @@ class memory_bus final : public bus {
 public:
     void start(sink deliver) override { deliver_ = std::move(deliver); }
     void stop() override {}
-    void publish(std::string_view channel, std::string_view data, std::optional<std::string_view> event) override {
+    void publish(std::string_view channel, std::string_view data, std::optional<std::string_view> event,
+                 payload_kind kind) override {
         published_.fetch_add(1, std::memory_order_relaxed);
         if (!deliver_) return;
-        bus_message m{channel, data, event};
+        bus_message m{channel, data, event, kind};
         deliver_(std::span(&m, 1));
     }
     void subscribe(std::string_view) override {}

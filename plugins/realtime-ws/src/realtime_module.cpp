@@ -4,6 +4,7 @@
 
 #include <m0/log.hpp>
 #include <m0/services.hpp>
+#include <m0/websocket/handshake.hpp>
 
 #include "memory_bus.hpp"
 #include "redis_bus.hpp"
@@ -33,14 +34,25 @@ realtime_module::realtime_module(plugin_context& ctx) : config_(read_settings(*c
 }
 
 void realtime_module::publish(std::string_view channel, std::string_view data,
-                              std::optional<std::string_view> event) {
-    bus_->publish(channel, data, event);
+                              std::optional<std::string_view> event, payload_kind kind) {
+    bus_->publish(channel, data, event, kind);
+}
+
+std::optional<std::string> realtime_module::check_websocket(const http::request& req) const {
+    auto handshake = websocket::check_handshake(req, config_.websocket.handshake);
+    if (handshake.accepted) return std::nullopt;
+    // The refusal's body is one line saying what was wrong.
+    std::string why = handshake.body;
+    while (!why.empty() && (why.back() == '\n' || why.back() == '\r')) why.pop_back();
+    return why;
 }
 
 void realtime_module::deliver(std::span<const bus_message> batch) {
     // Per reactor: (message index, its holds there), in the batch's order.
     std::vector<std::vector<std::pair<std::size_t, std::vector<std::shared_ptr<held_connection>>>>> per_shard;
     std::vector<std::pair<std::shared_ptr<reactor_handle>, mailbox*>> reactors;
+    // Per message: the WebSocket frame format when some hold is a WebSocket.
+    std::vector<std::optional<ws_format>> ws(batch.size());
     {
         std::lock_guard lock(mutex_);
         per_shard.resize(shards_.size());
@@ -48,6 +60,7 @@ void realtime_module::deliver(std::span<const bus_message> batch) {
             auto it = channels_.find(std::string(batch[i].channel));
             if (it == channels_.end()) continue;
             for (auto& h : it->second) {
+                if (!ws[i] && h->options().mode == hold_mode::ws) ws[i] = h->frame_format(batch[i].kind);
                 auto& mine = per_shard[h->shard()];
                 if (mine.empty() || mine.back().first != i) mine.emplace_back(i, std::vector<std::shared_ptr<held_connection>>{});
                 mine.back().second.push_back(h);
@@ -63,7 +76,7 @@ void realtime_module::deliver(std::span<const bus_message> batch) {
         std::vector<delivery> items;
         items.reserve(per_shard[s].size());
         for (auto& [i, holds] : per_shard[s]) {
-            if (!formatted[i]) formatted[i] = make_message(batch[i].data, batch[i].event);
+            if (!formatted[i]) formatted[i] = make_message(batch[i].data, batch[i].event, ws[i] ? &*ws[i] : nullptr);
             items.push_back({formatted[i], std::move(holds)});
         }
         post_to_shard(*reactors[s].second, *reactors[s].first, std::move(items));
@@ -104,23 +117,30 @@ void realtime_module::run_mailbox(mailbox& box) {
 
 std::shared_ptr<pending_hold> realtime_module::subscribe(boost::asio::io_context& reactor, hold_options options) {
     std::shared_ptr<held_connection> h;
+    std::vector<std::string> channels;  // a copy: a WebSocket's list changes under the lock
     {
         std::lock_guard lock(mutex_);
         auto s = std::find_if(shards_.begin(), shards_.end(), [&](const shard& x) { return x.io == &reactor; });
         if (s == shards_.end()) return nullptr;
         h = std::make_shared<held_connection>(std::move(options), static_cast<unsigned>(s - shards_.begin()), config_,
-                                              counters_, [this](held_connection& c) { unsubscribe(c); });
+                                              counters_, [this](held_connection& c) { unsubscribe(c); }, ++next_id_,
+                                              s->reactor, static_cast<channel_registry*>(this));
         // Registered before the view returns: a publish from now on reaches
         // the hold's outbox even while the reactor has not attached it yet.
-        for (auto& ch : h->options().channels) {
+        for (auto& ch : h->channels()) {
             auto& list = channels_[ch];
             if (list.empty()) bus_->subscribe(ch);
             if (std::find(list.begin(), list.end(), h) == list.end()) list.push_back(h);
         }
+        if (h->options().mode == hold_mode::ws) {
+            std::erase_if(s->websockets, [](const auto& w) { return w.expired(); });
+            s->websockets.push_back(h);
+        }
+        channels = h->channels();
     }
     // The same promise across processes: the view returns once the bus
     // (Redis) brings this process the hold's channels.
-    bus_->wait_listening(h->options().channels);
+    bus_->wait_listening(channels);
     return h;
 }
 
@@ -156,7 +176,34 @@ void realtime_module::remove_from_channel(const std::string& channel, const held
 void realtime_module::unsubscribe(held_connection& h) {
     std::vector<std::shared_ptr<held_connection>> gone;  // destroyed outside the lock
     std::lock_guard lock(mutex_);
-    for (auto& ch : h.options().channels) remove_from_channel(ch, &h, gone);
+    h.unsubscribed() = true;
+    for (auto& ch : h.channels()) remove_from_channel(ch, &h, gone);
+}
+
+void realtime_module::add_channel(held_connection& h, std::string_view channel) {
+    {
+        std::lock_guard lock(mutex_);
+        if (h.unsubscribed()) return;  // ended: it must not linger in the map
+        auto& mine = h.channels();
+        if (std::find(mine.begin(), mine.end(), channel) != mine.end()) return;
+        mine.emplace_back(channel);
+        auto& list = channels_[std::string(channel)];
+        if (list.empty()) bus_->subscribe(channel);
+        list.push_back(h.shared_from_this());
+    }
+    // As for a hold: a publish from anywhere after subscribe() returns arrives.
+    std::string name(channel);
+    bus_->wait_listening(std::span<const std::string>(&name, 1));
+}
+
+void realtime_module::remove_channel(held_connection& h, std::string_view channel) {
+    std::vector<std::shared_ptr<held_connection>> gone;  // destroyed outside the lock
+    std::lock_guard lock(mutex_);
+    auto& mine = h.channels();
+    auto at = std::find(mine.begin(), mine.end(), channel);
+    if (at == mine.end()) return;
+    mine.erase(at);
+    remove_from_channel(std::string(channel), &h, gone);
 }
 
 void realtime_module::start_serving(serving_context&) {
@@ -178,6 +225,9 @@ void realtime_module::stop_reactor(reactor_context& ctx) {
     {
         std::lock_guard lock(mutex_);
         if (ctx.index < shards_.size()) {
+            for (auto& w : shards_[ctx.index].websockets)
+                if (auto h = w.lock()) mine.push_back(std::move(h));
+            shards_[ctx.index].websockets.clear();
             box = shards_[ctx.index].box.get();
             shards_[ctx.index].io = nullptr;
             shards_[ctx.index].reactor.reset();

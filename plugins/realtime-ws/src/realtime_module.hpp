@@ -3,7 +3,8 @@
 // bus (memory or Redis). A batch of messages from the bus looks up each
 // channel's holds once, groups them by reactor and hands each reactor's share
 // to its mailbox: one post per reactor per batch, every hold of a message
-// sharing its one formatted buffer.
+// sharing its one formatted buffer (and WebSocket frame).
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -21,12 +22,14 @@
 
 namespace m0::realtime {
 
-class realtime_module final : public module, public hub {
+class realtime_module final : public module, public hub, private channel_registry {
 public:
     // Reads the section and registers the hub; throws config_error.
     explicit realtime_module(plugin_context& ctx);
 
-    void publish(std::string_view channel, std::string_view data, std::optional<std::string_view> event) override;
+    void publish(std::string_view channel, std::string_view data, std::optional<std::string_view> event,
+                 payload_kind kind) override;
+    std::optional<std::string> check_websocket(const http::request& req) const override;
     std::shared_ptr<pending_hold> subscribe(boost::asio::io_context& reactor, hold_options options) override;
     void attach(std::shared_ptr<pending_hold> hold, http::exchange_ptr ex,
                 std::vector<http::response_header> headers) override;
@@ -56,6 +59,8 @@ private:
         std::shared_ptr<reactor_handle> reactor;
         // Never moves (the module outlives every reactor): tasks point at it.
         std::unique_ptr<mailbox> box = std::make_unique<mailbox>();
+        // WebSocket holds, which may have no channel: released with the rest.
+        std::vector<std::weak_ptr<held_connection>> websockets;
     };
 
     // The bus's sink: fans a batch out to this process's holds.
@@ -66,6 +71,8 @@ private:
     // Drops `h` from `channel`'s list; the bus forgets a channel left empty.
     void remove_from_channel(const std::string& channel, const held_connection* h,
                              std::vector<std::shared_ptr<held_connection>>& gone);
+    void add_channel(held_connection& h, std::string_view channel) override;
+    void remove_channel(held_connection& h, std::string_view channel) override;
 
     const settings config_;
     std::unique_ptr<bus> bus_;
@@ -73,6 +80,7 @@ private:
     std::atomic<std::uint64_t> reactor_posts_{0};  // mailbox tasks posted (stop report: batching)
     std::mutex mutex_;                              // guards shards_ (but their mailboxes) and channels_
     std::vector<shard> shards_;
+    std::uint64_t next_id_ = 0;
     std::unordered_map<std::string, std::vector<std::shared_ptr<held_connection>>> channels_;
 };
 

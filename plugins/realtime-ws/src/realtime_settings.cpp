@@ -1,6 +1,7 @@
 #include "realtime_settings.hpp"
 
 #include <algorithm>
+#include <m0/websocket/options_config.hpp>
 
 namespace m0::realtime {
 namespace {
@@ -16,7 +17,7 @@ std::chrono::milliseconds positive_ms(const config_node& node, std::string_view 
 
 settings read_settings(const config_node& section) {
     settings s;
-    section.allow_keys({"bus", "bus_prefix", "redis", "outbox", "sse"});
+    section.allow_keys({"bus", "bus_prefix", "redis", "outbox", "sse", "websocket"});
     std::string bus = section.string("bus", "memory");
     if (bus != "memory") {
         std::string error;
@@ -46,6 +47,8 @@ settings read_settings(const config_node& section) {
         sse.allow_keys({"heartbeat"});
         s.sse_heartbeat = positive_ms(sse, "heartbeat", s.sse_heartbeat);
     }
+    config_node ws = section.child("websocket");
+    if (ws.present()) s.websocket = websocket::parse_websocket_options(ws);
     return s;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <m0/config.hpp>
+#include <m0/websocket/accept.hpp>
 
 #include "redis_url.hpp"
 
@@ -30,6 +31,8 @@ struct settings {
     std::size_t redis_queue_max_messages = 65536;
     std::chrono::milliseconds redis_reconnect_max{5000};
     std::chrono::milliseconds redis_connect_timeout{2000};
+    // WebSocket holds: the keys of libs/websocket (as the native echo route).
+    websocket::websocket_options websocket;
 };
 
 // Throws config_error (with the YAML location) on a bad value.

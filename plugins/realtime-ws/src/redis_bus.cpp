@@ -92,7 +92,8 @@ void redis_bus::stop() {
     thread_.join();
 }
 
-void redis_bus::publish(std::string_view channel, std::string_view data, std::optional<std::string_view> event) {
+void redis_bus::publish(std::string_view channel, std::string_view data, std::optional<std::string_view> event,
+                        payload_kind kind) {
     if (!started_.load(std::memory_order_acquire) || publisher_link_.load(std::memory_order_acquire) == link::down) {
         // Redis is unreachable: dropped now rather than delivered late.
         count_lost(1);
@@ -102,7 +103,7 @@ void redis_bus::publish(std::string_view channel, std::string_view data, std::op
     key.reserve(settings_.prefix.size() + channel.size());
     key += settings_.prefix;
     key += channel;
-    std::string command = format_command({"PUBLISH", key, encode_bus_payload(data, event)});
+    std::string command = format_command({"PUBLISH", key, encode_bus_payload(data, event, kind)});
     bool wake = false;
     {
         std::lock_guard lock(mutex_);
@@ -258,7 +259,7 @@ void redis_bus::on_subscriber_replies(const std::vector<redisReply*>& replies) {
         std::string_view channel = key.substr(settings_.prefix.size());
         if (kind == "message") {
             auto payload = decode_bus_payload(reply_text(r->element[2]));
-            batch.push_back({channel, payload.data, payload.event});
+            batch.push_back({channel, payload.data, payload.event, payload.kind});
         } else if (kind == "subscribe" || kind == "unsubscribe") {
             std::lock_guard lock(mutex_);
             if (kind == "subscribe")

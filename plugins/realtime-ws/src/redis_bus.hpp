@@ -43,7 +43,8 @@ public:
 
     void start(sink deliver) override;
     void stop() override;
-    void publish(std::string_view channel, std::string_view data, std::optional<std::string_view> event) override;
+    void publish(std::string_view channel, std::string_view data, std::optional<std::string_view> event,
+                 payload_kind kind) override;
     void subscribe(std::string_view channel) override;
     void unsubscribe(std::string_view channel) override;
     void wait_listening(std::span<const std::string> channels) override;

@@ -5,6 +5,7 @@ import signal
 
 import m0test
 from conftest import APPS
+from support.wsgi_deployment import wsgi_config
 
 # Bounds on how long an exit may take before the test calls it a hang. The
 # fixed behaviour is about a second; the old one never exited.
@@ -12,17 +13,7 @@ EXIT_BOUND = 15.0
 
 
 def config(app, drain_timeout):
-    return (
-        "server:\n"
-        f"  drain_timeout: {drain_timeout}\n"
-        "frontend:\n"
-        "  type: wsgi\n"
-        f"  app: \"{app}\"\n"
-        f"  chdir: {APPS}\n"
-        "executor:\n"
-        "  type: pool\n"
-        "  pool: {threads: 2, max_threads: 2}\n"
-    )
+    return wsgi_config(app, APPS, drain_timeout)
 
 
 def wait_for_log(server, text):

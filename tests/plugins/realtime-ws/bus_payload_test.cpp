@@ -82,3 +82,19 @@ BOOST_AUTO_TEST_CASE(a_broken_frame_is_delivered_whole) {
     BOOST_TEST(std::string(q.data) == cr);
     BOOST_TEST(!q.event.has_value());
 }
+
+BOOST_AUTO_TEST_CASE(binary_is_marked_and_plain_data_is_text_when_utf8) {
+    using m0::realtime::payload_kind;
+    // Python bytes published by m0 stay binary for WebSocket holds.
+    BOOST_TEST(encode_bus_payload("ab", std::nullopt, payload_kind::binary) == "\0\x01\nab"s);
+    const auto wire = "\0\x01tick\nab"s;
+    auto p = decode_bus_payload(wire);
+    BOOST_TEST((p.kind == payload_kind::binary));
+    BOOST_TEST(std::string(p.event.value()) == "tick");
+    BOOST_TEST(std::string(p.data) == "ab");
+    // What another client publishes: text if a text frame may carry it.
+    BOOST_TEST((decode_bus_payload("caf\xc3\xa9").kind == payload_kind::text));
+    BOOST_TEST((decode_bus_payload("\xff\xfe").kind == payload_kind::binary));
+    const auto framed_text = "\0e\nhi"s;
+    BOOST_TEST((decode_bus_payload(framed_text).kind == payload_kind::text));
+}

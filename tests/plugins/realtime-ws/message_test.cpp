@@ -1,4 +1,4 @@
-// A published message as an SSE event, and the `realtime:` keys.
+// A published message as an SSE event and a WebSocket frame, and the `realtime:` keys.
 #define BOOST_TEST_MODULE realtime_message
 #include <boost/test/unit_test.hpp>
 
@@ -72,4 +72,48 @@ BOOST_AUTO_TEST_CASE(settings_errors_name_the_key) {
     BOOST_TEST(err.find("did you mean 'max_messages'") != std::string::npos, err);
     err = m0::test::error_of([] { parse("realtime: {sse: {heartbeat: 0s}}\n"); });
     BOOST_TEST(err.find("realtime.sse.heartbeat") != std::string::npos, err);
+}
+
+namespace {
+
+// The payload of an unmasked server frame with a 7-bit length.
+std::string short_frame_payload(const std::string& frame) { return frame.substr(2); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_ws_frame_only_when_a_websocket_holds_the_channel) {
+    auto plain = m0::realtime::make_message("hi", std::nullopt);
+    BOOST_TEST(!plain->ws);  // no WebSocket hold: no frame built
+    m0::realtime::ws_format text{m0::realtime::payload_kind::text, false, 1};
+    auto m = m0::realtime::make_message("hi", "chat", &text);
+    BOOST_TEST(*m->sse == "event: chat\ndata: hi\n\n");
+    BOOST_TEST(*m->data == "hi");
+    const std::string& frame = *m->ws->plain_frame();
+    BOOST_TEST(static_cast<unsigned char>(frame[0]) == 0x81u);  // FIN, text
+    BOOST_TEST(short_frame_payload(frame) == "hi");
+    BOOST_TEST(!m->ws->compressed_frame());
+}
+
+BOOST_AUTO_TEST_CASE(bytes_are_a_binary_frame_and_compression_is_built_once) {
+    m0::realtime::ws_format binary{m0::realtime::payload_kind::binary, true, 1};
+    auto m = m0::realtime::make_ws_message(std::string(300, 'a'), binary);
+    BOOST_TEST(static_cast<unsigned char>((*m->ws->plain_frame())[0]) == 0x82u);  // FIN, binary
+    BOOST_REQUIRE(m->ws->compressed_frame());
+    BOOST_TEST(static_cast<unsigned char>((*m->ws->compressed_frame())[0]) == 0xC2u);  // FIN, RSV1, binary
+    BOOST_TEST(m->ws->compressed_frame()->size() < m->ws->plain_frame()->size());
+    BOOST_TEST((m->ws_kind == m0::realtime::payload_kind::binary));
+    BOOST_TEST(*m->data == std::string(300, 'a'));  // kept for a peer the shared compressed frame does not fit
+}
+
+BOOST_AUTO_TEST_CASE(websocket_keys_are_the_libraries) {
+    auto d = parse("realtime: {}\n");
+    BOOST_TEST(d.websocket.session.max_message_size == 1024u * 1024);
+    BOOST_TEST(d.websocket.handshake.deflate.enabled);
+    auto s = parse("realtime:\n  websocket: {max_message_size: 4k, ping_interval: 0s, permessage_deflate: false}\n");
+    BOOST_TEST(s.websocket.session.max_message_size == 4096u);
+    BOOST_TEST(s.websocket.session.ping_interval.count() == 0);
+    BOOST_TEST(!s.websocket.handshake.deflate.enabled);
+    auto err = m0::test::error_of([] { parse("realtime: {websocket: {max_mesage_size: 1k}}\n"); });
+    BOOST_TEST(err.find("realtime.websocket") != std::string::npos, err);
+    BOOST_TEST(err.find("did you mean 'max_message_size'") != std::string::npos, err);
 }

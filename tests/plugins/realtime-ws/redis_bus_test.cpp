@@ -112,7 +112,8 @@ BOOST_AUTO_TEST_CASE(publishes_from_many_threads_all_come_back_in_order_per_thre
         workers.emplace_back([&bus, i] {
             for (int n = 0; n < per_thread; ++n) {
                 std::string data = std::to_string(i) + ":" + std::to_string(n);
-                bus.publish("t", data, data.back() == '0' ? std::optional<std::string_view>("tens") : std::nullopt);
+                bus.publish("t", data, data.back() == '0' ? std::optional<std::string_view>("tens") : std::nullopt,
+                            m0::realtime::payload_kind::text);
             }
         });
     // Channels coming and going meanwhile, from two more threads.
@@ -154,7 +155,7 @@ BOOST_AUTO_TEST_CASE(a_publish_before_start_is_lost_and_counted) {
     // nothing can carry it, and it says so in the counters.
     redis_server server;
     m0::realtime::redis_bus bus(settings_for(server));
-    bus.publish("t", "early", std::nullopt);
+    bus.publish("t", "early", std::nullopt, m0::realtime::payload_kind::text);
     BOOST_TEST(bus.stats().lost == 1u);
     bus.start([](std::span<const bus_message>) {});
     bus.stop();

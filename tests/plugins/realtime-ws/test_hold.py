@@ -6,76 +6,18 @@ import re
 import signal
 import socket
 import threading
-import time
 
 import pytest
 
 import m0test
+from support.wsgi_deployment import wsgi_config
+from support.sse_stream import StreamReader
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
 
 
 def config(realtime="{}", threads=2, drain_timeout="10s", executor="pool"):
-    pool = f"  pool: {{threads: {threads}, max_threads: {threads}}}\n" if executor == "pool" else ""
-    return (
-        "server:\n"
-        f"  drain_timeout: {drain_timeout}\n"
-        "frontend:\n"
-        "  type: wsgi\n"
-        "  app: \"hold_apps:app\"\n"
-        f"  chdir: {APPS}\n"
-        "executor:\n"
-        f"  type: {executor}\n"
-        f"{pool}"
-        f"realtime: {realtime}\n"
-    )
-
-
-class StreamReader(m0test.ResponseReader):
-    """A held response read as it arrives: the head, then SSE events from
-    the chunked body, then its end."""
-
-    def head(self):
-        status = int(self._read_line().decode("latin-1").split(" ", 2)[1])
-        headers = []
-        while True:
-            line = self._read_line()
-            if not line:
-                return status, headers
-            k, v = line.decode("latin-1").split(":", 1)
-            headers.append((k.strip().lower(), v.strip()))
-
-    def chunk(self):
-        """The next chunk's bytes; b"" for the final chunk."""
-        size = int(self._read_line().split(b";")[0], 16)
-        if size == 0:
-            assert self._read_line() == b""
-            return b""
-        data = self._read_exact(size)
-        assert self._read_exact(2) == b"\r\n"
-        return data
-
-    def event(self):
-        """The next SSE event as a dict of its fields (data lines joined), or
-        None at the stream's end; heartbeat comments are skipped."""
-        pending = getattr(self, "pending", b"")
-        while True:
-            while b"\n\n" not in pending:
-                data = self.chunk()
-                if not data:
-                    assert pending == b"", pending
-                    return None
-                pending += data
-            raw, pending = pending.split(b"\n\n", 1)
-            self.pending = pending
-            fields = {}
-            for line in raw.decode().split("\n"):
-                if line.startswith(":"):
-                    continue
-                name, _, value = line.partition(": ")
-                fields[name] = fields[name] + "\n" + value if name in fields else value
-            if fields:
-                return fields
+    return wsgi_config("hold_apps:app", APPS, drain_timeout, threads, executor, realtime)
 
 
 def send_get(sock, path):
@@ -164,7 +106,8 @@ def test_a_publish_before_the_reactor_attached_the_hold_is_kept(m0_server):
 def test_bad_hold_arguments_raise_in_the_view(m0_server):
     server = m0_server(config())
     cases = {
-        "mode=ws": "ValueError: m0.hold(): mode must be 'sse' or 'poll', not 'ws'",
+        "mode=chat": "ValueError: m0.hold(): mode must be 'sse', 'poll' or 'ws', not 'chat'",
+        "mode=ws": "ValueError: m0.hold(): not a WebSocket handshake: ",
         "mode=sse&timeout=soon": "TypeError",
         "empty=1": "ValueError: m0.hold(): no channel given",
     }
@@ -245,22 +188,39 @@ def test_drain_ends_every_hold_cleanly(m0_server):
 
 @pytest.mark.parametrize("ring", ["1", "0"])
 def test_registration_race_publish_reaches_a_subscriber_behind_slow_views(m0_server, ring):
-    """4 pool threads; two 1.5 s views occupy two; a subscriber holds 0.3 s
-    later; a publish 0.5 s after that must reach it. The offsets are the
-    scenario; the assertion waits for the delivery."""
-    for round_ in range(8):
+    """4 pool threads; two slow views occupy two; a subscriber holds while
+    they do; a publish after that must reach it while the slow views still
+    run. 20 rounds, each on a fresh server. The slow views block until
+    released instead of sleeping 1.5 s, so each step waits for its event
+    (the views started, the hold subscribed, the event delivered) and a
+    round costs a server start, not seconds of sleep. Even rounds publish
+    once the view has returned (its 200 head arrived), odd rounds as soon as
+    it has subscribed (the message may wait in the outbox for the attach)."""
+    for round_ in range(20):
         server = m0_server(config(threads=4), env={"M0_POOL_RING": ring})
         slow = [server.connect(timeout=20) for _ in range(2)]
         for s in slow:
-            send_get(s, "/slow?seconds=1.5")
-        time.sleep(0.3)
+            send_get(s, "/slow")
+        server.wait_for_log("slow started", count=2)
         sub = server.connect(timeout=20)
         send_get(sub, f"/hold?mode=sse&tag=r{round_}")
         reader = StreamReader(sub, timeout=20)
-        time.sleep(0.5)
-        publish(server, f"round {round_}".encode())
-        assert reader.head()[0] == 200
+        server.wait_for_log(f"held r{round_}")
+        if round_ % 2 == 0:
+            assert reader.head()[0] == 200
+            publish(server, f"round {round_}".encode())
+        else:
+            publish(server, f"round {round_}".encode())
+            assert reader.head()[0] == 200
         assert reader.event() == {"data": f"round {round_}"}, f"round {round_} (ring={ring})"
+        # Delivered while both slow views still held their threads: neither
+        # has answered.
+        for s in slow:
+            s.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                s.recv(1, socket.MSG_PEEK)
+            s.settimeout(m0test.scaled(20))
+        assert m0test.request(server.port, "GET", "/release").status == 204
         for s in slow:
             assert m0test.ResponseReader(s, timeout=20).read().body == b"slow done"
             s.close()

@@ -3,19 +3,21 @@ environ["m0.hold"] and returns; another publishes with m0.publish()."""
 import json
 import socket
 import threading
-import time
 from urllib.parse import parse_qs
 
 import m0
 
 
-def _query(environ):
+_release = threading.Event()
+
+
+def query(environ):
     return {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
 
 
 def app(environ, start_response):
     path = environ["PATH_INFO"]
-    q = _query(environ)
+    q = query(environ)
     if path == "/hold":
         timeout = float(q["timeout"]) if "timeout" in q else None
         channels = q.get("channels", "news").split(",")
@@ -44,7 +46,8 @@ def app(environ, start_response):
         return []
     if path == "/publish":
         body = environ["wsgi.input"].read()
-        m0.publish(q.get("channel", "news"), body, event=q.get("event"))
+        # bytes by default; text=1 publishes a str (a WebSocket text frame).
+        m0.publish(q.get("channel", "news"), body.decode() if "text" in q else body, event=q.get("event"))
         start_response("204 No Content", [])
         return []
     if path == "/publish-many":
@@ -60,9 +63,15 @@ def app(environ, start_response):
         start_response("204 No Content", [])
         return []
     if path == "/slow":
-        time.sleep(float(q.get("seconds", "1.5")))
+        # Occupies a pool thread until /release (the registration race).
+        print("slow started", flush=True)
+        released = _release.wait(timeout=float(q.get("seconds", "60")))
         start_response("200 OK", [("Content-Type", "text/plain")])
-        return [b"slow done"]
+        return [b"slow done" if released else b"slow timed out"]
+    if path == "/release":
+        _release.set()
+        start_response("204 No Content", [])
+        return []
     if path == "/bad-hold":
         try:
             channels = [] if "empty" in q else q.get("channels", "news")

@@ -62,8 +62,22 @@ public:
     void send(opcode kind, std::string_view payload);
     // Sends a message encoded once for many connections, without a copy.
     void send(const prepared_message& m);
+    // Whether send(m) would compress: false when permessage-deflate was
+    // negotiated with parameters the shared compressed frame does not fit
+    // (a smaller window, context takeover), so that a caller holding the
+    // payload can send(kind, payload) to compress it for this peer alone.
+    bool takes_shared_compressed(const prepared_message& m) const noexcept;
+    // Whether this connection compresses its messages at all.
+    bool compresses() const noexcept { return deflate_ && deflate_->server_max_window_bits >= 9; }
     // Starts the close handshake with `code` (close_code::...).
     void close(std::uint16_t code, std::string_view reason = {});
+
+    // Stops reading the peer until resume_reading(): an application that
+    // handles messages elsewhere (an executor) and fell behind slows the
+    // peer through TCP instead of queueing without bound. Keepalive does not
+    // count the pause against the peer.
+    void pause_reading() noexcept { paused_ = true; }
+    void resume_reading();
 
     bool is_open() const noexcept { return state_ == state::open; }
     const std::string& subprotocol() const noexcept { return subprotocol_; }
@@ -79,6 +93,7 @@ private:
     using clock = std::chrono::steady_clock;
 
     void read();
+    void read_unless_paused();
     void on_read(boost::system::error_code ec, std::string_view data);
     void arm_timer();
     void on_timer();
@@ -103,6 +118,8 @@ private:
     clock::time_point last_message_;  // a data message either way
     clock::time_point ping_sent_;
     bool awaiting_pong_ = false;
+    bool paused_ = false;       // pause_reading()
+    bool read_parked_ = false;  // a read is owed once the pause ends
     clock::time_point close_deadline_;
     std::uint16_t close_code_ = close_code::no_status;
     std::string close_reason_;
