@@ -26,6 +26,7 @@
 #include <m0/services.hpp>
 
 #include "config/server_config.hpp"
+#include "http/client_policy.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "scheduler/scheduler.hpp"
 #include "server/composed_frontend.hpp"
@@ -313,6 +314,13 @@ std::string signal_name(int sig) {
     return "signal " + std::to_string(sig);
 }
 
+std::shared_ptr<const http::client_policy> make_client_policy(const server_config& cfg) {
+    auto policy = std::make_shared<http::client_policy>();
+    policy->forwarded_trusted = cfg.forwarded_allow_ips;
+    for (const auto& l : cfg.listen) policy->proxy_protocol.push_back(l.proxy_protocol);
+    return policy;
+}
+
 // Frontend + executor + scheduler until a stop signal, then drain and report.
 // Expects SIGTERM and SIGINT (and, supervised, SIGQUIT) blocked.
 int serve(deployment& d, const process_role& role) {
@@ -331,6 +339,7 @@ int serve(deployment& d, const process_role& role) {
     so.pin_cores = d.cfg.pin_cores;
     so.first_core = role.index * d.cfg.threads;
     for (const auto& l : d.cfg.listen) so.addresses.push_back(l.endpoint);
+    so.clients = make_client_policy(d.cfg);
     so.limits = d.cfg.http;
     so.services = d.services.get();
 
