@@ -14,6 +14,7 @@
 
 #include "config/config_tree.hpp"
 #include "config/config_values.hpp"
+#include "config/yaml_syntax.hpp"
 
 namespace m0 {
 namespace config_detail {
@@ -303,7 +304,9 @@ std::shared_ptr<config_tree> parse_document(const std::string& text, const std::
     try {
         node = YAML::Load(text);
     } catch (const YAML::Exception& e) {
-        throw config_error(mark_text(name, e.mark) + ": " + e.msg);
+        const bool located = !e.mark.is_null();
+        throw config_error(config_detail::explain_yaml_error(text, name, e.msg, located ? e.mark.line : -1,
+                                                             located ? e.mark.column : -1));
     }
     auto tree = std::make_shared<config_tree>();
     tree->file_name = name;
