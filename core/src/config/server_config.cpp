@@ -275,6 +275,7 @@ void parse_log(const config_node& log, server_config& out) {
         if (file->empty()) log.fail("access_file", "expected a file path, found an empty string");
         const std::filesystem::path base = log.child("access_file").base_dir();
         out.access_log_file = (base / *file).lexically_normal().string();
+        log.set_effective("access_file", out.access_log_file);  // --check prints a config valid from anywhere
     }
 }
 
@@ -291,16 +292,31 @@ server_config parse_server_config(const config_node& root) {
     for (const auto& key : root.keys())
         if (std::find(core_sections.begin(), core_sections.end(), key) == core_sections.end())
             out.module_sections.push_back(key);
-    parse_server(root.child("server"), out);
-    parse_plugins(root.child("plugins"), out);
-    parse_frontend(root, out);
-    parse_executor(root.child("executor"), out);
-    parse_executors(root, out);
-    parse_mounts(root, out);
-    check_executors_used(root, out);
-    parse_http(root.child("http"), out.http);
-    parse_log(root.child("log"), out);
-    parse_metrics(root.child("metrics"), out);
+    // Each group is checked even when one before it failed, so that one run
+    // reports a mistake in every section. A group's later checks depend on
+    // its earlier ones (mounts name executors), so within it the first error stops.
+    std::string errors;
+    const auto group = [&](auto&& check) {
+        try {
+            check();
+        } catch (const config_error& e) {
+            errors += errors.empty() ? "" : "\n";
+            errors += e.what();
+        }
+    };
+    group([&] { parse_server(root.child("server"), out); });
+    group([&] { parse_plugins(root.child("plugins"), out); });
+    group([&] {
+        parse_frontend(root, out);
+        parse_executor(root.child("executor"), out);
+        parse_executors(root, out);
+        parse_mounts(root, out);
+        check_executors_used(root, out);
+    });
+    group([&] { parse_http(root.child("http"), out.http); });
+    group([&] { parse_log(root.child("log"), out); });
+    group([&] { parse_metrics(root.child("metrics"), out); });
+    if (!errors.empty()) throw config_error(errors);
     return out;
 }
 

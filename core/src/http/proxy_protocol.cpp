@@ -131,6 +131,19 @@ proxy_parse_status parse_v2_tlvs(const unsigned char* p, std::size_t n, proxy_he
     return proxy_parse_status::done;
 }
 
+// Source address, destination address, source port, destination port, in
+// network byte order.
+template <class Address>
+void v2_addresses(const unsigned char* a, proxy_header& out) {
+    typename Address::bytes_type source, destination;
+    const std::size_t n = source.size();
+    std::copy(a, a + n, source.begin());
+    std::copy(a + n, a + 2 * n, destination.begin());
+    out.source = {Address(source), be16(a + 2 * n)};
+    out.destination = {Address(destination), be16(a + 2 * n + 2)};
+    out.has_addresses = true;
+}
+
 proxy_parse_status parse_v2(std::string_view data, std::size_t max_length, proxy_header& out, std::string& why) {
     if (data.size() < proxy_v2_fixed_length) return proxy_parse_status::need_more;
     const auto* p = reinterpret_cast<const unsigned char*>(data.data());
@@ -167,21 +180,8 @@ proxy_parse_status parse_v2(std::string_view data, std::size_t max_length, proxy
     // LOCAL: the proxy's own connection (a health check); its addresses
     // are not a client's.
     if (command == v2_command_local) return proxy_parse_status::done;
-    if (family == v2_family_inet) {
-        ip::address_v4::bytes_type s, d;
-        std::copy(a, a + 4, s.begin());
-        std::copy(a + 4, a + 8, d.begin());
-        out.source = {ip::address_v4(s), be16(a + 8)};
-        out.destination = {ip::address_v4(d), be16(a + 10)};
-        out.has_addresses = true;
-    } else if (family == v2_family_inet6) {
-        ip::address_v6::bytes_type s, d;
-        std::copy(a, a + 16, s.begin());
-        std::copy(a + 16, a + 32, d.begin());
-        out.source = {ip::address_v6(s), be16(a + 32)};
-        out.destination = {ip::address_v6(d), be16(a + 34)};
-        out.has_addresses = true;
-    }
+    if (family == v2_family_inet) v2_addresses<ip::address_v4>(a, out);
+    if (family == v2_family_inet6) v2_addresses<ip::address_v6>(a, out);
     return proxy_parse_status::done;
 }
 

@@ -53,6 +53,15 @@ proxy_header parse_whole(const std::string& header) {
     return h;
 }
 
+// 192.0.2.1:4711 → 198.51.100.2:443, the addresses every example carries.
+void check_example_addresses(const proxy_header& h) {
+    BOOST_TEST(h.has_addresses);
+    BOOST_TEST(h.source.address().to_string() == "192.0.2.1");
+    BOOST_TEST(h.source.port() == 4711);
+    BOOST_TEST(h.destination.address().to_string() == "198.51.100.2");
+    BOOST_TEST(h.destination.port() == 443);
+}
+
 std::string refused(const std::string& data) {
     proxy_header h;
     std::string why;
@@ -68,11 +77,7 @@ BOOST_AUTO_TEST_SUITE(proxy_protocol_v1)
 BOOST_AUTO_TEST_CASE(tcp4_gives_both_addresses) {
     const auto h = parse_whole("PROXY TCP4 192.0.2.1 198.51.100.2 4711 443\r\n");
     BOOST_TEST(h.version == 1u);
-    BOOST_TEST(h.has_addresses);
-    BOOST_TEST(h.source.address().to_string() == "192.0.2.1");
-    BOOST_TEST(h.source.port() == 4711);
-    BOOST_TEST(h.destination.address().to_string() == "198.51.100.2");
-    BOOST_TEST(h.destination.port() == 443);
+    check_example_addresses(h);
 }
 
 BOOST_AUTO_TEST_CASE(tcp6_gives_both_addresses) {
@@ -133,11 +138,7 @@ BOOST_AUTO_TEST_SUITE(proxy_protocol_v2)
 BOOST_AUTO_TEST_CASE(proxy_over_tcp4) {
     const auto h = parse_whole(v2(0x21, 0x11, inet_addresses));
     BOOST_TEST(h.version == 2u);
-    BOOST_TEST(h.has_addresses);
-    BOOST_TEST(h.source.address().to_string() == "192.0.2.1");
-    BOOST_TEST(h.source.port() == 4711);
-    BOOST_TEST(h.destination.address().to_string() == "198.51.100.2");
-    BOOST_TEST(h.destination.port() == 443);
+    check_example_addresses(h);
     BOOST_TEST(!h.ssl);
 }
 

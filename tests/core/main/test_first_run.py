@@ -111,3 +111,53 @@ def test_check_imports_the_app_and_refuses_threads_at_import_under_workers():
     out = m0test.run_m0(*base, env=env)  # one process: no fork, nothing to refuse
     assert out.returncode == 0, out.stderr
     assert "configuration OK" in out.stderr
+
+
+@needs_python
+def test_check_prints_absolute_paths_and_warns_of_static_files_at_the_root(tmp_path):
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "www").mkdir()
+    (project / "src" / "hello.py").write_text(
+        "def app(environ, start_response):\n"
+        "    start_response('200 OK', [('Content-Length', '2')])\n"
+        "    return [b'hi']\n")
+    venv = os.path.relpath(sys.prefix, project)
+    (project / "m0.yaml").write_text(
+        "frontend:\n"
+        "  type: wsgi\n"
+        "  app: hello:app\n"
+        "  chdir: src\n"
+        "  static: {root: www}\n"
+        f"python: {{venv: {venv}}}\n"
+        "log: {access: true, access_file: access.log}\n")
+    out = m0test.run_m0("--config", str(project / "m0.yaml"), "--check")
+    assert out.returncode == 0, out.stderr
+    for line in (f"chdir: {project / 'src'}", f"root: {project / 'www'}", f"venv: {sys.prefix}",
+                 f"access_file: {project / 'access.log'}"):
+        assert line in out.stdout, out.stdout
+    assert "frontend.static: files at prefix '/' hide the application from every GET and HEAD" in out.stderr
+    assert f"{project / 'm0.yaml'}:5:" in out.stderr  # where the static mount is
+    # Saved elsewhere, the printed configuration is still valid.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "m0.yaml").write_text(out.stdout)
+    again = m0test.run_m0("--config", str(elsewhere / "m0.yaml"), "--check")
+    assert again.returncode == 0, again.stderr
+    # With a prefix, no warning.
+    (project / "m0.yaml").write_text(
+        "frontend: {type: wsgi, app: 'hello:app', chdir: src, static: {prefix: /static/, root: www}}\n"
+        f"python: {{venv: {venv}}}\n")
+    out = m0test.run_m0("--config", str(project / "m0.yaml"), "--check")
+    assert out.returncode == 0 and "hide the application" not in out.stderr, out.stderr
+
+
+def test_check_reports_a_mistake_in_every_section_in_one_run(tmp_path):
+    path, out = check(tmp_path, "server:\n  thread: 2\n  worker: 1\nhttp:\n  max_body: 1m\nlog:\n  level: loud\n"
+                                "frontend: {type: http}\n")
+    assert out.returncode == CONFIG_ERROR
+    for error in (f"{path}:2:3: server.thread: unknown key 'thread' (did you mean 'threads'?)",
+                  f"{path}:3:3: server.worker: unknown key 'worker' (did you mean 'workers'?)",
+                  f"{path}:5:3: http.max_body: unknown key 'max_body'",
+                  f"{path}:7:10: log.level:"):
+        assert error in out.stderr, out.stderr
