@@ -48,8 +48,14 @@ struct request {
     std::vector<header_field> headers;  // arrival order, duplicates kept
     std::string body;               // whole body, de-chunked; empty when streamed
     bool keep_alive = true;         // what the client asked for
+    // The client and the address it reached. Behind a proxy (a PROXY
+    // protocol listener, or forwarding headers from a peer in
+    // server.forwarded_allow_ips) these are what the proxy reported, not the
+    // socket's; `remote` has port 0 when the proxy did not say.
     boost::asio::ip::tcp::endpoint remote;
     boost::asio::ip::tcp::endpoint local;
+    // "http", or "https" when a trusted proxy says the client used TLS.
+    std::string_view scheme = "http";
 
     // First header with this name (case-insensitive); nullopt if none.
     M0_API std::optional<std::string_view> header(std::string_view name) const;

@@ -55,6 +55,7 @@ class request_recorder;
 
 namespace http {
 class handler;
+struct client_policy;
 }
 
 // One mount of a deployment that serves several frontends by path prefix
@@ -92,6 +93,10 @@ struct reactor_context {
     // Core-private: the access log and metrics of this reactor, told of each
     // finished response by the HTTP engine; null when both are off.
     request_recorder* recorder = nullptr;
+    // Core-private: PROXY protocol listeners and the trusted forwarding
+    // proxies (server.forwarded_allow_ips); null: the socket's peer is the
+    // client.
+    const http::client_policy* client_policy = nullptr;
 
     // Drain hooks, added by frontends and modules in start_reactor and run by
     // the scheduler on this reactor's thread, in the order added. A drain

@@ -14,6 +14,7 @@
 
 #include "config/config_tree.hpp"
 #include "config/config_values.hpp"
+#include "config/yaml_syntax.hpp"
 
 namespace m0 {
 namespace config_detail {
@@ -303,7 +304,9 @@ std::shared_ptr<config_tree> parse_document(const std::string& text, const std::
     try {
         node = YAML::Load(text);
     } catch (const YAML::Exception& e) {
-        throw config_error(mark_text(name, e.mark) + ": " + e.msg);
+        const bool located = !e.mark.is_null();
+        throw config_error(config_detail::explain_yaml_error(text, name, e.msg, located ? e.mark.line : -1,
+                                                             located ? e.mark.column : -1));
     }
     auto tree = std::make_shared<config_tree>();
     tree->file_name = name;
@@ -484,6 +487,7 @@ void config_node::allow_keys(const std::vector<std::string>& known) const {
     const auto at = locate_readable(*tree_, path_);
     if (!at.node || at.node->type == kind::null) return;
     if (at.node->type != kind::map) throw_at(at.where, path_, "expected a map, found " + describe(at.node));
+    std::string unknown;
     for (const auto& e : at.node->entries) {
         if (std::find(known.begin(), known.end(), e.key) != known.end()) continue;
         std::string message = "unknown key '" + e.key + "'";
@@ -496,8 +500,11 @@ void config_node::allow_keys(const std::vector<std::string>& known) const {
             for (std::size_t i = 0; i < known.size(); ++i) message += (i ? ", " : "") + known[i];
             message += ")";
         }
-        throw_at(e.where, join_path(path_, e.key), message);
+        // Every unknown key of the section at once: a user fixes them in one go.
+        unknown += unknown.empty() ? "" : "\n";
+        unknown += e.where + ": " + join_path(path_, e.key) + ": " + message;
     }
+    if (!unknown.empty()) throw config_error(unknown);
 }
 
 void config_node::fail(std::string_view key, std::string_view message) const {

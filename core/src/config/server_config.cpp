@@ -26,14 +26,61 @@ std::chrono::milliseconds millis(std::chrono::nanoseconds value) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(value);
 }
 
+// "HOST:PORT" followed by options separated by spaces; the one option is
+// `proxy` (connections start with a PROXY protocol header).
+listen_address parse_listen_entry(const std::string& text, const config_node& at) {
+    listen_address out;
+    out.text = text;
+    std::size_t end = text.find(' ');
+    out.endpoint = parse_listen_address(text.substr(0, end), at);
+    while (end != std::string::npos) {
+        const std::size_t start = text.find_first_not_of(' ', end);
+        if (start == std::string::npos) break;
+        end = text.find(' ', start);
+        const std::string option = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        if (option != "proxy") {
+            std::string msg = "unknown listen option '" + option + "' in '" + text + "'";
+            if (nearest_key(option, {"proxy"})) msg += " (did you mean 'proxy'?)";
+            else msg += " (the one option is 'proxy': connections start with a PROXY protocol header)";
+            at.fail("", msg);
+        }
+        out.proxy_protocol = true;
+    }
+    return out;
+}
+
+// server.forwarded_allow_ips: a list of addresses and CIDR blocks, or "*".
+http::trusted_networks parse_forwarded_allow_ips(const config_node& server) {
+    const auto node = server.child("forwarded_allow_ips");
+    const auto texts = server.string_list("forwarded_allow_ips", default_forwarded_allow_ips);
+    const auto items = node.is_sequence() ? node.items() : std::vector<config_node>{};
+    std::vector<http::ip_network> nets;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        const auto& at = items.empty() ? node : items[i];
+        if (texts[i] == "*") {
+            if (texts.size() > 1) at.fail("", "'*' trusts every peer: it cannot be combined with other entries");
+            return http::trusted_networks({}, true);
+        }
+        std::string why;
+        const auto net = http::ip_network::parse(texts[i], why);
+        if (!net)
+            at.fail("", "expected an IP address or a CIDR block ('10.0.0.0/8', 'fd00::/8') or '*', found '" +
+                            texts[i] + "': " + why);
+        nets.push_back(*net);
+    }
+    return http::trusted_networks(std::move(nets));
+}
+
 void parse_server(const config_node& server, server_config& out) {
-    server.allow_keys({"listen", "workers", "threads", "listener", "pin_cores", "drain_timeout"});
+    server.allow_keys({"listen", "workers", "threads", "listener", "pin_cores", "drain_timeout",
+                       "forwarded_allow_ips"});
     const auto listen = server.child("listen");
     const auto texts = server.string_list("listen", {"127.0.0.1:8000"});
     if (texts.empty()) server.fail("listen", "expected at least one address, found an empty list");
     const auto items = listen.is_sequence() ? listen.items() : std::vector<config_node>{};
     for (std::size_t i = 0; i < texts.size(); ++i)
-        out.listen.push_back({texts[i], parse_listen_address(texts[i], items.empty() ? listen : items[i])});
+        out.listen.push_back(parse_listen_entry(texts[i], items.empty() ? listen : items[i]));
+    out.forwarded_allow_ips = parse_forwarded_allow_ips(server);
 
     out.workers = static_cast<unsigned>(server.integer("workers", 1, 1, max_workers));
     out.threads = static_cast<unsigned>(server.integer("threads", default_threads(), 1, max_threads));
@@ -228,6 +275,7 @@ void parse_log(const config_node& log, server_config& out) {
         if (file->empty()) log.fail("access_file", "expected a file path, found an empty string");
         const std::filesystem::path base = log.child("access_file").base_dir();
         out.access_log_file = (base / *file).lexically_normal().string();
+        log.set_effective("access_file", out.access_log_file);  // --check prints a config valid from anywhere
     }
 }
 
@@ -244,16 +292,31 @@ server_config parse_server_config(const config_node& root) {
     for (const auto& key : root.keys())
         if (std::find(core_sections.begin(), core_sections.end(), key) == core_sections.end())
             out.module_sections.push_back(key);
-    parse_server(root.child("server"), out);
-    parse_plugins(root.child("plugins"), out);
-    parse_frontend(root, out);
-    parse_executor(root.child("executor"), out);
-    parse_executors(root, out);
-    parse_mounts(root, out);
-    check_executors_used(root, out);
-    parse_http(root.child("http"), out.http);
-    parse_log(root.child("log"), out);
-    parse_metrics(root.child("metrics"), out);
+    // Each group is checked even when one before it failed, so that one run
+    // reports a mistake in every section. A group's later checks depend on
+    // its earlier ones (mounts name executors), so within it the first error stops.
+    std::string errors;
+    const auto group = [&](auto&& check) {
+        try {
+            check();
+        } catch (const config_error& e) {
+            errors += errors.empty() ? "" : "\n";
+            errors += e.what();
+        }
+    };
+    group([&] { parse_server(root.child("server"), out); });
+    group([&] { parse_plugins(root.child("plugins"), out); });
+    group([&] {
+        parse_frontend(root, out);
+        parse_executor(root.child("executor"), out);
+        parse_executors(root, out);
+        parse_mounts(root, out);
+        check_executors_used(root, out);
+    });
+    group([&] { parse_http(root.child("http"), out.http); });
+    group([&] { parse_log(root.child("log"), out); });
+    group([&] { parse_metrics(root.child("metrics"), out); });
+    if (!errors.empty()) throw config_error(errors);
     return out;
 }
 

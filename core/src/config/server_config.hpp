@@ -14,11 +14,14 @@
 #include <m0/config.hpp>
 #include <m0/http_limits.hpp>
 
+#include "http/trusted_networks.hpp"
+
 namespace m0 {
 
 struct listen_address {
-    std::string text;
+    std::string text;                        // as written, options included ("127.0.0.1:8000 proxy")
     boost::asio::ip::tcp::endpoint endpoint;
+    bool proxy_protocol = false;             // "HOST:PORT proxy": connections start with a PROXY header
 };
 
 // An executor of the deployment: one of `executors:`, or the `executor:`
@@ -43,6 +46,7 @@ struct server_config {
     std::string listener = "reuseport";     // server.listener: reuseport | shared
     bool pin_cores = true;                  // server.pin_cores
     std::chrono::milliseconds drain_timeout{30000};  // server.drain_timeout
+    http::trusted_networks forwarded_allow_ips;      // server.forwarded_allow_ips: CIDRs or "*"; default loopback
     std::vector<std::string> plugin_paths;  // plugins.path: extra search dirs, relative to the config file's dir
     std::string frontend_type;              // frontend.type (required when a frontend section exists; default "http")
     std::string executor_type;              // executor.type; empty = the frontend's default
@@ -80,6 +84,10 @@ M0_API server_config parse_server_config(const config_node& root);
 // A mount prefix as written ("/api/", "/") → its canonical form ("/api", "");
 // nullopt (with `why` set) when it is not a path prefix.
 M0_API std::optional<std::string> normalize_mount_prefix(std::string_view text, std::string& why);
+
+// The networks whose forwarding headers are believed when
+// server.forwarded_allow_ips is not set: loopback.
+inline const std::vector<std::string> default_forwarded_allow_ips = {"127.0.0.0/8", "::1"};
 
 // "127.0.0.1:8000", "[::1]:9000", "localhost:80" -> endpoint; throws config_error via `at`.
 M0_API boost::asio::ip::tcp::endpoint parse_listen_address(const std::string& text, const config_node& at);

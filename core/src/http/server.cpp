@@ -24,10 +24,13 @@ server::server(reactor_context& ctx, handler& h)
       limits_(ctx.limits ? ctx.limits : &default_limits_),
       stats_(ctx.stats ? ctx.stats : &own_stats_),
       recorder_(ctx.recorder),
+      clients_(ctx.client_policy),
       reactor_index_(ctx.index) {
     for (listener* l : ctx.listeners) {
         listener_slot slot;
         slot.source = l;
+        const std::size_t i = listeners_.size();
+        slot.proxy_protocol = clients_ && i < clients_->proxy_protocol.size() && clients_->proxy_protocol[i];
         slot.retry = std::make_unique<asio::steady_timer>(io_);
         listeners_.push_back(std::move(slot));
     }
@@ -111,7 +114,7 @@ void server::start_burst(std::size_t i) {
     ++slot.burst_mark;  // checks still queued are stale
     for (auto& socket : burst) {
         if (draining_) break;  // the rest close with `burst`
-        std::make_shared<session>(shared_from_this(), std::move(socket))->start();
+        std::make_shared<session>(shared_from_this(), std::move(socket), slot.proxy_protocol)->start();
     }
 }
 

@@ -13,6 +13,7 @@
 #include <m0/http.hpp>
 #include <m0/reactor.hpp>
 
+#include "http/client_policy.hpp"
 #include "http/date_cache.hpp"
 #include "http/session.hpp"
 
@@ -35,6 +36,8 @@ public:
     reactor_stats& stats() noexcept { return *stats_; }
     // The access log and metrics of this reactor; null when both are off.
     request_recorder* recorder() const noexcept { return recorder_; }
+    // PROXY protocol listeners and trusted proxies; null: none.
+    const client_policy* clients() const noexcept { return clients_; }
     unsigned reactor_index() const noexcept { return reactor_index_; }
     boost::asio::io_context& io() noexcept { return io_; }
     std::string_view date() noexcept { return date_.get(); }
@@ -51,6 +54,7 @@ public:
 private:
     struct listener_slot {
         listener* source = nullptr;
+        bool proxy_protocol = false;  // connections start with a PROXY header
         bool accepting = false;
         std::unique_ptr<boost::asio::steady_timer> retry;
         // Accepted in this burst, sessions not started yet.
@@ -68,6 +72,7 @@ private:
     const http_limits* limits_;
     reactor_stats* stats_;
     request_recorder* recorder_;
+    const client_policy* clients_;
     unsigned reactor_index_;
     http_limits default_limits_;
     reactor_stats own_stats_;  // when the caller publishes none

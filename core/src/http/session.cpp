@@ -11,6 +11,8 @@
 
 #include "http/byte_stream_impl.hpp"
 #include "http/exchange_impl.hpp"
+#include "http/forwarded.hpp"
+#include "http/proxy_protocol.hpp"
 #include "http/server.hpp"
 #include "telemetry/request_recorder.hpp"
 
@@ -42,13 +44,15 @@ boost::system::error_code body_error(unsigned status) {
 }
 }  // namespace
 
-session::session(std::shared_ptr<server> owner, asio::ip::tcp::socket socket)
+session::session(std::shared_ptr<server> owner, asio::ip::tcp::socket socket, bool proxy_protocol)
     : server_(std::move(owner)),
       limits_(server_->limits()),
       recorder_(server_->recorder()),
       socket_(std::move(socket)),
       timer_(server_->io()),
-      parser_(limits_) {}
+      parser_(limits_) {
+    proxy_pending_ = proxy_protocol;
+}
 
 session::~session() {
     if (!closed_) server_->session_closed(*this, false);
@@ -63,6 +67,7 @@ void session::start() {
     socket_.non_blocking(true, ec);
     remote_ = socket_.remote_endpoint(ec);
     local_ = socket_.local_endpoint(ec);
+    update_trust();
     if (log::enabled(log::level::debug)) log::debug(log_prefix() + ": connection opened");
     rcap_ = initial_read_buffer;
     rbuf_.reset(new char[rcap_]);
@@ -87,6 +92,13 @@ std::unique_ptr<request_data> session::take_request_data() {
 void session::process() {
     if (processing_ || closed_) return;
     processing_ = true;
+    if (proxy_pending_ && !take_proxy_header()) {
+        processing_ = false;
+        if (closed_) return;
+        update_read_phase(clock::now());
+        maybe_read();
+        return;
+    }
     bool backlogged = false;
     do {
         backlogged = false;
@@ -259,6 +271,8 @@ void session::dispatch() {
     auto data = std::move(building_);
     data->req.remote = remote_;
     data->req.local = local_;
+    data->req.scheme = scheme_;
+    if (trusts_forwarded_) resolve_client(data->req);
     ++served_;
     const auto max = limits_.max_requests_per_connection;
     keep_alive_ = data->req.keep_alive && (max == 0 || served_ < max);
@@ -272,6 +286,67 @@ void session::dispatch() {
     read_deadline_ = clock::time_point::max();
     server_->stats().in_flight.fetch_add(1, std::memory_order_relaxed);
     server_->app().on_request(std::move(ex));
+}
+
+// ---------------------------------------------------------------- client address
+
+bool session::take_proxy_header() {
+    proxy_header header;
+    std::string why;
+    // The read buffer grows up to this; a longer v2 header cannot be held.
+    const std::size_t max_length = std::max<std::size_t>(limits_.max_header_bytes, limits_.max_request_line);
+    const auto status =
+        parse_proxy_header(std::string_view(rbuf_.get() + rbegin_, rend_ - rbegin_), max_length, header, why);
+    if (status == proxy_parse_status::error) {
+        refuse_proxy_header(why);
+        return false;
+    }
+    if (status == proxy_parse_status::need_more) {
+        if (peer_eof_) refuse_proxy_header("the connection ended inside the PROXY protocol header");
+        return false;
+    }
+    rbegin_ += header.length;
+    if (rbegin_ == rend_ && !read_pending_) rbegin_ = rend_ = 0;
+    proxy_pending_ = false;
+    if (header.has_addresses) {
+        remote_ = header.source;
+        local_ = header.destination;
+    }
+    if (header.ssl) scheme_ = "https";
+    update_trust();
+    return true;
+}
+
+// The peer is a proxy that sent something else than it promised: no HTTP
+// answer (it would reach the proxy, not a client), one line in the log.
+void session::refuse_proxy_header(std::string_view why) {
+    if (log::enabled(log::level::info)) log::info(log_prefix() + ": refused connection: " + std::string(why));
+    if (recorder_) recorder_->proxy_header_refused();
+    close();
+}
+
+void session::update_trust() {
+    const auto* policy = server_->clients();
+    trusts_forwarded_ = policy && policy->forwarded_trusted.contains(remote_.address());
+}
+
+void session::resolve_client(request& req) const {
+    forwarded_client client{req.remote, req.scheme};
+    std::string why;
+    switch (resolve_forwarded(req.headers, server_->clients()->forwarded_trusted, client, why)) {
+        case forwarded_outcome::none: return;
+        case forwarded_outcome::applied:
+            req.remote = client.remote;
+            req.scheme = client.scheme;
+            return;
+        case forwarded_outcome::malformed:
+            // The peer is trusted, yet what it sent does not parse: the
+            // request goes on from the peer's address rather than a guess.
+            if (recorder_) recorder_->forwarded_headers_ignored();
+            if (log::enabled(log::level::debug))
+                log::debug(log_prefix() + ": ignored forwarding headers: " + why);
+            return;
+    }
 }
 
 void session::update_read_phase(clock::time_point now) {
@@ -589,7 +664,7 @@ void session::finish_response() {
 void session::record_response() {
     telemetry::response_record r;
     r.req = &active_->req();
-    r.remote = remote_;
+    r.remote = r.req->remote;
     r.status = resp_.status;
     r.body_bytes = resp_.body_bytes;
     r.duration = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - dispatched_at_);
@@ -1074,6 +1149,10 @@ void session::on_timer(const error_code& ec) {
         return;
     }
     if (now >= read_deadline_) {
+        if (proxy_pending_) {
+            refuse_proxy_header("no complete PROXY protocol header within http.header_timeout");
+            return;
+        }
         if (lingering_ || phase_ == read_phase::idle || discarding_) {
             close();
             return;

@@ -38,7 +38,9 @@ class session : public std::enable_shared_from_this<session>,
 public:
     using clock = std::chrono::steady_clock;
 
-    session(std::shared_ptr<server> owner, boost::asio::ip::tcp::socket socket);
+    // proxy_protocol: the connection starts with a PROXY protocol header
+    // (a listener marked `proxy`), read before any HTTP.
+    session(std::shared_ptr<server> owner, boost::asio::ip::tcp::socket socket, bool proxy_protocol = false);
     ~session();
     session(const session&) = delete;
     session& operator=(const session&) = delete;
@@ -106,6 +108,15 @@ private:
     void on_read(const boost::system::error_code& ec, std::size_t n);
     void dispatch();
     void update_read_phase(clock::time_point now);
+    // Reads the PROXY protocol header from the buffer: true once it is
+    // taken (remote_ and local_ are the proxy's report), false while more
+    // bytes are needed or after a malformed header closed the connection.
+    bool take_proxy_header();
+    void refuse_proxy_header(std::string_view why);
+    // Whether forwarding headers are believed on this connection (its peer
+    // is in server.forwarded_allow_ips), and applying them to a request.
+    void update_trust();
+    void resolve_client(request& req) const;
 
     // Streamed request body.
     // Parses the pending pull's piece from buffered and readily available
@@ -167,8 +178,11 @@ private:
     std::vector<std::string> captured_headers_;  // response header values the access log asks for
     boost::asio::ip::tcp::socket socket_;
     boost::asio::steady_timer timer_;
-    boost::asio::ip::tcp::endpoint remote_;
+    boost::asio::ip::tcp::endpoint remote_;  // the socket's peer, or the PROXY header's source
     boost::asio::ip::tcp::endpoint local_;
+    std::string_view scheme_ = "http";       // "https" when a PROXY v2 header says the client used TLS
+    bool proxy_pending_ = false;             // a PROXY header is still expected
+    bool trusts_forwarded_ = false;          // remote_ is a trusted proxy
 
     std::unique_ptr<char[]> rbuf_;
     std::size_t rcap_ = 0;

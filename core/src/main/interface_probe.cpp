@@ -32,8 +32,9 @@ coro = inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(getattr(t
 print("asgi" if coro else "wsgi")
 )PY";
 
-std::string python_executable() {
-    if (const char* venv = std::getenv("VIRTUAL_ENV"); venv && *venv) {
+std::string python_executable(const std::string& given_venv) {
+    const char* venv = given_venv.empty() ? std::getenv("VIRTUAL_ENV") : given_venv.c_str();
+    if (venv && *venv) {
         std::filesystem::path p = std::filesystem::path(venv) / "bin" / "python";
         std::error_code ec;
         if (std::filesystem::exists(p, ec)) return p.string();
@@ -43,10 +44,10 @@ std::string python_executable() {
 
 }  // namespace
 
-std::string probe_interface(const std::string& spec) {
+std::string probe_interface(const std::string& spec, const std::string& venv, const std::string& dir) {
     int out[2];
     if (::pipe(out) != 0) return "wsgi";
-    const std::string exe = python_executable();
+    const std::string exe = python_executable(venv);
     const pid_t pid = ::fork();
     if (pid < 0) {
         ::close(out[0]);
@@ -59,6 +60,7 @@ std::string probe_interface(const std::string& spec) {
         ::close(out[1]);
         // The import's own errors stay quiet here: the frontend reports them.
         std::freopen("/dev/null", "w", stderr);
+        if (!dir.empty() && ::chdir(dir.c_str()) != 0) ::_exit(127);
         ::execl(exe.c_str(), exe.c_str(), "-c", probe_source, spec.c_str(), static_cast<char*>(nullptr));
         ::_exit(127);
     }

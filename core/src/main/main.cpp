@@ -5,6 +5,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <m0/config.hpp>
 #include <m0/log.hpp>
 #include <m0/version.hpp>
 
@@ -30,7 +31,8 @@ constexpr const char* usage_head =
 constexpr const char* usage_tail =
     "\n"
     "Every YAML key can be overridden: --set server.threads=4, --set 'server.listen=[\"[::1]:8080\"]'.\n"
-    "Shortcuts are applied before --set, in this order: --app, --listen, --threads, --workers.\n"
+    "Shortcuts are applied before --set, in this order: --app, --listen, --threads, --workers, --venv,\n"
+    "--chdir, --log-level, --access-log.\n"
     "Exit codes: 0 success, 1 start-up failure (e.g. address in use), 2 configuration or plugin error.\n"
     "Signals: SIGTERM drains (server.drain_timeout), SIGINT drains briefly, a second signal stops at once.\n"
     "With server.workers > 1 a supervisor forwards them to every process; SIGQUIT to it stops at once.\n"
@@ -58,6 +60,11 @@ int main(int argc, char** argv) {
         ("threads,t", po::value<unsigned>(), "reactor threads per process, 1..256 (server.threads)")
         ("workers,w", po::value<unsigned>(), "serving processes under a supervisor, 1..256 (server.workers)")
         ("app", po::value<std::string>(), "serve a Python callable (frontend.type=wsgi|asgi, frontend.app=...)")
+        ("venv", po::value<std::string>(), "the Python virtual environment to import from (python.venv)")
+        ("chdir", po::value<std::string>(), "directory the app is imported from, put first on sys.path (frontend.chdir)")
+        ("log-level", po::value<std::string>(), "debug, info, warning or error (log.level)")
+        ("access-log", po::value<std::string>()->implicit_value("-"),
+         "write an access log: to stderr, or --access-log=FILE (log.access, log.access_file)")
         ("interface", po::value<std::string>()->default_value("auto"),
          "with --app: wsgi, asgi, or auto (a coroutine function, or an object whose __call__ is one, is ASGI)")
         ("check", "validate the configuration, print it with defaults filled in, and exit");
@@ -97,7 +104,8 @@ int main(int argc, char** argv) {
         }
         if (interface == "auto") {
             // Decided here, before any plugin loads: the frontend is chosen by type.
-            interface = m0::probe_interface(app);
+            interface = m0::probe_interface(app, vm.count("venv") ? vm["venv"].as<std::string>() : "",
+                                            vm.count("chdir") ? vm["chdir"].as<std::string>() : "");
             m0::log::info("--app " + app + ": serving it as " + interface + " (--interface auto)");
         }
         options.sets.push_back("frontend.type=" + interface);
@@ -115,6 +123,14 @@ int main(int argc, char** argv) {
     }
     if (vm.count("threads")) options.sets.push_back("server.threads=" + std::to_string(vm["threads"].as<unsigned>()));
     if (vm.count("workers")) options.sets.push_back("server.workers=" + std::to_string(vm["workers"].as<unsigned>()));
+    if (vm.count("venv")) options.sets.push_back("python.venv=" + quoted_yaml(vm["venv"].as<std::string>()));
+    if (vm.count("chdir")) options.sets.push_back("frontend.chdir=" + quoted_yaml(vm["chdir"].as<std::string>()));
+    if (vm.count("log-level")) options.sets.push_back("log.level=" + quoted_yaml(vm["log-level"].as<std::string>()));
+    if (vm.count("access-log")) {
+        options.sets.push_back("log.access=true");
+        if (const auto file = vm["access-log"].as<std::string>(); file != "-")
+            options.sets.push_back("log.access_file=" + quoted_yaml(file));
+    }
     if (vm.count("set"))
         for (const auto& s : vm["set"].as<std::vector<std::string>>()) options.sets.push_back(s);
     options.check_only = vm.count("check") > 0;
@@ -122,8 +138,17 @@ int main(int argc, char** argv) {
     std::vector<std::string> commands;
     if (vm.count("command")) commands = vm["command"].as<std::vector<std::string>>();
     if (!commands.empty()) {
-        if (commands.size() == 1 && commands[0] == "plugins") return m0::list_plugins(options);
-        std::cerr << "m0: unknown command '" << commands[0] << "' (the only command is 'plugins')\nTry 'm0 --help'.\n";
+        if (commands[0] == "plugins" && commands.size() == 1) return m0::list_plugins(options);
+        if (commands[0] == "plugins") {
+            std::cerr << "m0 plugins: unexpected argument '" << commands[1]
+                      << "': it takes none (it lists every plugin found, with its kind and description; "
+                         "--config FILE adds the file's plugins.path)\nTry 'm0 --help'.\n";
+            return 2;
+        }
+        std::cerr << "m0: unknown command '" << commands[0] << "'";
+        if (m0::nearest_key(commands[0], {"plugins"})) std::cerr << " (did you mean 'plugins'?)";
+        std::cerr << ": the one command is 'plugins'; to serve, give --config FILE or --app module:callable"
+                     "\nTry 'm0 --help'.\n";
         return 2;
     }
     if (options.config_file.empty() && !vm.count("app")) {

@@ -190,7 +190,7 @@ const loaded_plugin& plugin_loader::load(plugin_kind kind, std::string_view name
                       " not found; searched:";
     if (tried.empty()) msg += " (no search directories)";
     for (const auto& t : tried) msg += "\n  " + t;
-    throw plugin_error(msg);
+    throw plugin_not_found(msg);
 }
 
 const loaded_plugin& plugin_loader::load_file(const std::string& given) {
@@ -254,6 +254,22 @@ std::vector<plugin_loader::listing> plugin_loader::list_all() {
             }
         }
     }
+    return out;
+}
+
+std::vector<std::string> plugin_loader::names_found(plugin_kind kind) const {
+    const std::string prefix = std::string(file_prefix) + kind_text(kind) + "-";
+    std::vector<std::string> out;
+    for (const auto& dir : search_dirs_) {
+        std::error_code ec;
+        for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+            const std::string file = it->path().filename().string();
+            if (!is_plugin_file_name(file) || !file.starts_with(prefix)) continue;
+            out.push_back(file.substr(prefix.size(), file.size() - prefix.size() - file_suffix.size()));
+        }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
 }
 

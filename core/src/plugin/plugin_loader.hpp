@@ -23,6 +23,12 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// No file m0-<kind>-<name>.so in any search directory.
+class M0_API plugin_not_found : public plugin_error {
+public:
+    using plugin_error::plugin_error;
+};
+
 struct loaded_plugin {
     const plugin_descriptor* descriptor;
     std::string path;
@@ -39,7 +45,7 @@ public:
     static std::vector<std::string> default_search_dirs(const std::vector<std::string>& configured);
 
     // Loads m0-<kind>-<name>.so from the first search dir that has it.
-    // Throws plugin_error.
+    // Throws plugin_error (plugin_not_found when no dir has the file).
     const loaded_plugin& load(plugin_kind kind, std::string_view name);
     // Loads a given file. Loading the same file again returns the same entry.
     const loaded_plugin& load_file(const std::string& path);
@@ -54,6 +60,11 @@ public:
     std::vector<listing> list_all();
 
     const std::vector<std::string>& search_dirs() const;
+
+    // Names of the plugins of `kind` whose files are in the search dirs
+    // (m0-<kind>-<name>.so; nothing is loaded), sorted, each once: what a
+    // misspelled `type:` is compared with.
+    std::vector<std::string> names_found(plugin_kind kind) const;
 
 private:
     std::vector<std::string> search_dirs_;

@@ -243,6 +243,7 @@ void scheduler::start() {
             ctx.stats = w->stats;
             ctx.recorder = w->recorder.get();
             ctx.limits = &options_.limits;
+            ctx.client_policy = options_.clients.get();
             ctx.reactor = w->reactor;
             ctx.services = options_.services;
             workers_.push_back(std::move(w));

@@ -41,6 +41,9 @@ struct scheduler_options {
     // metrics table), and its access log and metrics recorder.
     std::function<reactor_stats*(unsigned reactor)> stats_slot;
     std::function<std::unique_ptr<request_recorder>(unsigned reactor, boost::asio::io_context& io)> make_recorder;
+    // PROXY protocol listeners (in `addresses` order) and trusted forwarding
+    // proxies, handed to every reactor_context; null: the socket's peer.
+    std::shared_ptr<const http::client_policy> clients;
 };
 
 // What one worker did during a drain.

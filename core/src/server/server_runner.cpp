@@ -26,6 +26,8 @@
 #include <m0/services.hpp>
 
 #include "config/server_config.hpp"
+#include "http/client_policy.hpp"
+#include "plugin/plugin_choice.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "scheduler/scheduler.hpp"
 #include "server/composed_frontend.hpp"
@@ -71,6 +73,7 @@ struct executor_spec {
     std::string name;     // from `executors:` or "default"; empty: a mount's unnamed executor
     std::string type;
     config_node section;  // the plugin's section: <executor>.<type>
+    config_node owner;    // the section holding `type` (for errors)
 };
 
 // A frontend of the deployment: the single `frontend:` at "/", or a mount.
@@ -113,7 +116,7 @@ std::unique_ptr<executor> make_executor(deployment& d, const executor_spec& spec
     if (spec.type == "inline") return make_inline_executor();
     config_node root = d.doc.root();
     plugin_context ectx = context_for(d, spec.section, root);
-    const auto& ep = d.loader->load(plugin_kind::executor, spec.type);
+    const auto& ep = load_chosen_plugin(*d.loader, plugin_kind::executor, spec.type, spec.owner, "type", {"inline"});
     auto ex = ep.descriptor->make_executor(ectx);
     if (!ex) throw std::runtime_error("executor plugin '" + spec.type + "' returned no executor");
     return ex;
@@ -133,7 +136,7 @@ std::vector<executor*> executor_pointers(const deployment& d) {
 std::unique_ptr<frontend> make_frontend(deployment& d, const std::string& type, const config_node& section,
                                         const config_node& root) {
     plugin_context fctx = context_for(d, section, root);
-    const auto& fp = d.loader->load(plugin_kind::frontend, type);
+    const auto& fp = load_chosen_plugin(*d.loader, plugin_kind::frontend, type, section, "type");
     auto fe = fp.descriptor->make_frontend(fctx);
     if (!fe) throw std::runtime_error("frontend plugin '" + type + "' returned no frontend");
     return fe;
@@ -145,13 +148,13 @@ std::unique_ptr<frontend> make_frontend(deployment& d, const std::string& type, 
 void build_frontends(deployment& d, const config_node& root) {
     for (const auto& e : d.cfg.executors) {
         const config_node owner = e.name == "default" ? root.child("executor") : root.child("executors").child(e.name);
-        d.executor_specs.push_back({e.name, e.type, owner.child(e.type)});
+        d.executor_specs.push_back({e.name, e.type, owner.child(e.type), owner});
     }
     auto executor_for = [&](const std::string& name, const frontend& fe) -> std::size_t {
         for (std::size_t i = 0; i < d.executor_specs.size(); ++i)
             if (!name.empty() && d.executor_specs[i].name == name) return i;
         const std::string type = fe.default_executor();
-        d.executor_specs.push_back({"", type, root.child("executor").child(type)});
+        d.executor_specs.push_back({"", type, root.child("executor").child(type), root.child("executor")});
         return d.executor_specs.size() - 1;
     };
     if (d.cfg.mounts.empty()) {
@@ -313,6 +316,13 @@ std::string signal_name(int sig) {
     return "signal " + std::to_string(sig);
 }
 
+std::shared_ptr<const http::client_policy> make_client_policy(const server_config& cfg) {
+    auto policy = std::make_shared<http::client_policy>();
+    policy->forwarded_trusted = cfg.forwarded_allow_ips;
+    for (const auto& l : cfg.listen) policy->proxy_protocol.push_back(l.proxy_protocol);
+    return policy;
+}
+
 // Frontend + executor + scheduler until a stop signal, then drain and report.
 // Expects SIGTERM and SIGINT (and, supervised, SIGQUIT) blocked.
 int serve(deployment& d, const process_role& role) {
@@ -331,6 +341,7 @@ int serve(deployment& d, const process_role& role) {
     so.pin_cores = d.cfg.pin_cores;
     so.first_core = role.index * d.cfg.threads;
     for (const auto& l : d.cfg.listen) so.addresses.push_back(l.endpoint);
+    so.clients = make_client_policy(d.cfg);
     so.limits = d.cfg.http;
     so.services = d.services.get();
 
@@ -550,6 +561,17 @@ int run_server(const run_options& options) {
         return 2;
     }
     if (options.check_only) {
+        // What run_prefork would refuse: the app (or a plugin) started
+        // threads while the deployment was built, and fork() copies none.
+        if (d.cfg.workers > 1) {
+            if (const unsigned threads = process_thread_count(); threads > 1) {
+                std::cerr << "m0: server.workers is " << d.cfg.workers << " but " << threads - 1
+                          << " thread(s) already run after the application was imported (started at import "
+                             "time by the application or by a plugin): fork() would not copy them; start them "
+                             "later (on the first request, or in a post-fork hook), or use server.workers: 1\n";
+                return 2;
+            }
+        }
         std::cout << d.doc.effective_yaml();
         if (d.doc.effective_yaml().empty() || d.doc.effective_yaml().back() != '\n') std::cout << "\n";
         std::cerr << "m0: configuration OK\n";
@@ -581,10 +603,14 @@ int list_plugins(const run_options& options) {
     std::cout << "search path:";
     for (const auto& d : loader.search_dirs()) std::cout << " " << d;
     std::cout << "\n";
-    if (found.empty()) std::cout << "no plugins found\n";
+    // The executor built into the core is chosen like a plugin (executor.type: inline).
+    std::cout << "inline\texecutor\truns each job on the reactor thread that submitted it, no hand-off "
+                 "(the baseline)\tbuilt into m0\n";
+    if (found.empty()) std::cout << "no plugin files found\n";
     for (const auto& p : found) {
         if (p.descriptor) {
-            std::cout << p.descriptor->name << "\t" << to_string(p.descriptor->kind) << "\tabi "
+            std::cout << p.descriptor->name << "\t" << to_string(p.descriptor->kind) << "\t"
+                      << (p.descriptor->description ? p.descriptor->description : "") << "\tabi "
                       << p.descriptor->abi_major << "." << p.descriptor->abi_minor << "\t"
                       << p.descriptor->build_signature << "\t" << p.path << "\n";
         } else {

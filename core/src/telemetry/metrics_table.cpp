@@ -63,6 +63,7 @@ std::string json_string(std::string_view s) {
 
 struct metrics_table::totals {
     std::uint64_t open = 0, in_flight = 0, executor_jobs = 0, accepted = 0, bytes_in = 0, bytes_out = 0;
+    std::uint64_t proxy_refused = 0, forwarded_ignored = 0;
     unsigned processes_alive = 0;
     struct process {
         int pid = 0;  // 0: not running
@@ -164,6 +165,8 @@ metrics_table::totals metrics_table::sum() const {
             t.accepted += load(s.stats.accepted);
             t.bytes_in += load(s.bytes_in);
             t.bytes_out += load(s.bytes_out);
+            t.proxy_refused += load(s.proxy_headers_refused);
+            t.forwarded_ignored += load(s.forwarded_headers_ignored);
             for (std::size_t m = 0; m < mounts_.size(); ++m) {
                 auto& c = mount(s, m);
                 auto& into = t.mounts[m];
@@ -220,6 +223,10 @@ std::string metrics_table::prometheus() const {
     single("m0_connections_accepted_total", "counter", "Client connections accepted.", t.accepted);
     single("m0_received_bytes_total", "counter", "Bytes read from client connections.", t.bytes_in);
     single("m0_sent_bytes_total", "counter", "Bytes written to client connections.", t.bytes_out);
+    single("m0_proxy_headers_refused_total", "counter",
+           "Connections closed for a missing or malformed PROXY protocol header.", t.proxy_refused);
+    single("m0_forwarded_headers_ignored_total", "counter",
+           "Requests whose malformed forwarding headers from a trusted proxy were ignored.", t.forwarded_ignored);
     single("m0_worker_processes", "gauge", "Serving processes running now.", t.processes_alive);
     single("m0_reactor_threads", "gauge", "Reactor threads per serving process.", reactors_);
     return out;
@@ -237,7 +244,9 @@ std::string metrics_table::status_json() const {
                       ",\"executor_jobs\":" + std::to_string(t.executor_jobs) +
                       ",\"connections_accepted\":" + std::to_string(t.accepted) +
                       ",\"received_bytes\":" + std::to_string(t.bytes_in) +
-                      ",\"sent_bytes\":" + std::to_string(t.bytes_out) + ",\"processes\":[";
+                      ",\"sent_bytes\":" + std::to_string(t.bytes_out) +
+                      ",\"proxy_headers_refused\":" + std::to_string(t.proxy_refused) +
+                      ",\"forwarded_headers_ignored\":" + std::to_string(t.forwarded_ignored) + ",\"processes\":[";
     for (std::size_t p = 0; p < t.processes.size(); ++p) {
         if (p) out += ",";
         out += "{\"index\":" + std::to_string(p) + ",\"pid\":" +

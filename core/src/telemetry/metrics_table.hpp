@@ -35,6 +35,11 @@ struct reactor_slot {
     reactor_stats stats;  // the scheduler's own counters of this reactor live here
     std::atomic<std::uint64_t> bytes_in{0};
     std::atomic<std::uint64_t> bytes_out{0};
+    // Connections closed for a missing or malformed PROXY protocol header,
+    // and requests whose forwarding headers from a trusted peer were ignored
+    // as malformed.
+    std::atomic<std::uint64_t> proxy_headers_refused{0};
+    std::atomic<std::uint64_t> forwarded_headers_ignored{0};
 };
 
 // A mount as the metrics label it.

@@ -48,6 +48,12 @@ public:
     void bytes_out(std::uint64_t n) noexcept {
         if (slot_) slot_->bytes_out.fetch_add(n, std::memory_order_relaxed);
     }
+    void proxy_header_refused() noexcept {
+        if (slot_) slot_->proxy_headers_refused.fetch_add(1, std::memory_order_relaxed);
+    }
+    void forwarded_headers_ignored() noexcept {
+        if (slot_) slot_->forwarded_headers_ignored.fetch_add(1, std::memory_order_relaxed);
+    }
     // The reactor's loop ended: the buffer goes to the sink and the timer is
     // dropped while its io_context still exists. Later records are kept
     // until destruction.

@@ -22,6 +22,29 @@ namespace {
     throw std::runtime_error(reason);
 }
 
+// The interpreter, its environment and sys.path, and how to choose another
+// environment. GIL held, no exception set (one raised here is cleared).
+std::string where_python_looked() {
+    std::string out;
+    py_ref sys(PyImport_ImportModule("sys"));
+    auto text = [&](const char* attr, bool repr = false) -> std::string {
+        py_ref v(sys ? PyObject_GetAttrString(sys.get(), attr) : nullptr);
+        py_ref str(v ? (repr ? PyObject_Repr(v.get()) : PyObject_Str(v.get())) : nullptr);
+        const char* utf8 = str ? PyUnicode_AsUTF8(str.get()) : nullptr;
+        if (!utf8) PyErr_Clear();
+        return utf8 ? utf8 : "?";
+    };
+    const std::string prefix = text("prefix"), base = text("base_prefix");
+    const std::string version = text("version");
+    out = "Python " + version.substr(0, version.find(' ')) + " from " + base;
+    out += prefix == base ? ", no virtual environment" : ", virtual environment " + prefix;
+    out += "; sys.path: " + text("path", true);
+    out += "; if the package is installed in a virtual environment, name it with python.venv (--venv) or "
+           "VIRTUAL_ENV";
+    PyErr_Clear();
+    return out;
+}
+
 // Evaluates the literal argument list of "factory(a, b)" safely.
 py_ref literal_args(std::string_view spec, std::string_view args) {
     if (args.find_first_not_of(" \t") == std::string_view::npos) return py_ref(PyTuple_New(0));
@@ -57,7 +80,17 @@ py_ref import_callable(std::string_view spec) {
     }
 
     py_ref obj(PyImport_ImportModule(std::string(module).c_str()));
-    if (!obj) fail_with_traceback(spec, "import of module '" + std::string(module) + "' failed");
+    if (!obj) {
+        std::string why = "import of module '" + std::string(module) + "' failed";
+        // "No module named 'django'" alone does not say where Python looked.
+        if (PyErr_ExceptionMatches(PyExc_ModuleNotFoundError)) {
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            why += " (" + where_python_looked() + ")";
+            PyErr_Restore(type, value, tb);
+        }
+        fail_with_traceback(spec, why);
+    }
 
     std::string_view rest = attr;
     while (!rest.empty()) {

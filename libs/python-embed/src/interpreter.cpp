@@ -107,6 +107,7 @@ interpreter_settings read_settings(const config_node& root) {
     const std::string base = py.base_dir();
     if (auto venv = py.optional_string("venv")) {
         s.venv = resolve(base, *venv);
+        py.set_effective("venv", s.venv);  // --check prints a config valid from anywhere
     } else if (const char* env = std::getenv("VIRTUAL_ENV"); env && *env) {
         s.venv = env;
     }

@@ -28,6 +28,7 @@ static_mount_config parse_mount(const config_node& node) {
     if (ec || !std::filesystem::is_directory(canonical, ec))
         node.fail("root", "not a directory: " + p.lexically_normal().string());
     s.root = canonical.string();
+    node.set_effective("root", s.root);  // --check prints a config valid from anywhere
     s.index = node.string("index", "index.html");
     if (s.index.find('/') != std::string::npos || s.index == "." || s.index == "..")
         node.fail("index", "expected a file name (no '/')");

@@ -68,8 +68,10 @@ bool scope_builder::init() {
         !intern(k_root_path_, "root_path") || !intern(k_headers_, "headers") || !intern(k_client_, "client") ||
         !intern(k_server_, "server") || !intern(k_extensions_, "extensions") || !intern(k_state_, "state") ||
         !intern(k_version, "version") || !intern(k_spec_version, "spec_version") || !intern(v_http, "http") ||
-        !intern(v_http10_, "1.0") || !intern(v_http11_, "1.1") || !intern(v_get_, "GET") || !intern(v_post_, "POST"))
+        !intern(v_http10_, "1.0") || !intern(v_http11_, "1.1") || !intern(v_get_, "GET") || !intern(v_post_, "POST") ||
+        !intern(v_https_, "https"))
         return false;
+    k_scheme_ = k_scheme;
     // The nested dicts are copied per request: an application may change
     // its scope, and no change may reach the next request.
     asgi_ = python::py_ref(PyDict_New());
@@ -129,6 +131,8 @@ PyObject* scope_builder::build(const http::request& req, std::string_view path, 
     const bool ok =
         put(d, k_asgi_, PyDict_Copy(asgi_.get())) &&
         put(d, k_http_version_, python::py_ref(req.version == 10 ? v_http10_ : v_http11_).release()) &&
+        // "https" behind a proxy that says the client used TLS (the template holds "http").
+        (req.scheme != "https" || put(d, k_scheme_, python::py_ref(v_https_).release())) &&
         put(d, k_method_, method) && put(d, k_path_, utf8(path)) && put(d, k_raw_path_, bytes(req.path)) &&
         put(d, k_query_string_, bytes(req.query)) &&
         // The mount's prefix (script_name); `path` keeps it, as the spec asks.

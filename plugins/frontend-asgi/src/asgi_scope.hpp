@@ -38,7 +38,7 @@ private:
     python::py_ref template_, asgi_;
     python::py_ref k_pathsend_, k_trailers_, k_asgi_, k_http_version_, k_method_, k_path_, k_raw_path_, k_query_string_, k_root_path_,
         k_headers_, k_client_, k_server_, k_extensions_, k_state_;
-    python::py_ref v_http10_, v_http11_, v_get_, v_post_;
+    python::py_ref v_http10_, v_http11_, v_get_, v_post_, k_scheme_, v_https_;
     // Server addresses repeat on every request of a listener, client hosts
     // on every request of a peer (ports differ per connection).
     boost::asio::ip::tcp::endpoint server_ep_, client_ep_;

@@ -21,6 +21,7 @@ settings read_settings(const config_node& section) {
         s.chdir = p.lexically_normal().string();
         std::error_code ec;
         if (!fs::is_directory(s.chdir, ec)) section.fail("chdir", "'" + s.chdir + "' is not a directory");
+        section.set_effective("chdir", s.chdir);  // --check prints a config valid from anywhere
     }
     const std::string mode = section.one_of("lifespan", "auto", {"auto", "on", "off"});
     s.lifespan = mode == "on" ? lifespan_mode::on : mode == "off" ? lifespan_mode::off : lifespan_mode::auto_;

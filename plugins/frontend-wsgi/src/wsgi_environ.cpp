@@ -66,8 +66,9 @@ struct environ_builder::impl {
         k_server_port{intern("SERVER_PORT")}, k_remote_addr{intern("REMOTE_ADDR")},
         k_remote_port{intern("REMOTE_PORT")}, k_content_length{intern("CONTENT_LENGTH")},
         k_input{intern("wsgi.input")}, k_uri{intern("RAW_URI")},
-        k_script{intern("SCRIPT_NAME")};
-    py_ref http10{intern("HTTP/1.0")}, http11{intern("HTTP/1.1")}, empty{intern("")};
+        k_script{intern("SCRIPT_NAME")}, k_url_scheme{intern("wsgi.url_scheme")}, k_https{intern("HTTPS")};
+    py_ref http10{intern("HTTP/1.0")}, http11{intern("HTTP/1.1")}, empty{intern("")}, https{intern("https")},
+        on{intern("on")};
     py_ref template_dict;
     reused_str method, path, script, query, server_name, server_port, remote_addr, remote_port, content_length, uri;
     // Raw header name as sent → its environ key; bounded so that a client
@@ -156,8 +157,13 @@ PyObject* environ_builder::build(const http::request& req, const request_facts& 
         !put(m.k_server_name.get(), m.server_name.get(f.server_name)) ||
         !put(m.k_server_port.get(), m.server_port.get(port_str(f.server_port))) ||
         !put(m.k_remote_addr.get(), m.remote_addr.get(f.remote_addr)) ||
-        !put(m.k_remote_port.get(), m.remote_port.get(port_str(f.remote_port))) ||
+        // A proxy that names the client without its port: no REMOTE_PORT.
+        !(f.remote_port ? put(m.k_remote_port.get(), m.remote_port.get(port_str(f.remote_port)))
+                        : PyDict_DelItem(d, m.k_remote_port.get()) == 0) ||
         !put(m.k_input.get(), Py_NewRef(input)))
+        return nullptr;
+    // Behind a proxy that says the client used TLS (the template holds "http").
+    if (f.https && (!put(m.k_url_scheme.get(), Py_NewRef(m.https.get())) || !put(m.k_https.get(), Py_NewRef(m.on.get()))))
         return nullptr;
     // The template holds url_prefix; a mount's prefix comes with the request.
     if (!f.script_name.empty() && !put(m.k_script.get(), m.script.get(f.script_name))) return nullptr;

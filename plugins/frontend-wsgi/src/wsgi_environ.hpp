@@ -24,8 +24,9 @@ struct request_facts {
     std::string script_name;  // under a mount: its prefix + url_prefix; empty: url_prefix alone
     std::string remote_addr;
     std::string server_name;
-    std::uint16_t remote_port = 0;
+    std::uint16_t remote_port = 0;  // 0: unknown (a proxy gave the address alone)
     std::uint16_t server_port = 0;
+    bool https = false;             // wsgi.url_scheme "https" and HTTPS=on
     // The body is streamed (not in request::body); its declared length when
     // it has a Content-Length, none when it is chunked.
     bool body_streamed = false;

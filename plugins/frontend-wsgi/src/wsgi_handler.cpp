@@ -56,6 +56,12 @@ void wsgi_handler::on_request(http::exchange_ptr ex) {
     facts.remote_port = req.remote.port();
     facts.server_name = req.local.address().to_string();
     facts.server_port = req.local.port();
+    if (req.scheme == "https") {
+        // The client reached a TLS proxy, not this socket: as gunicorn does,
+        // the server is the one the client named in Host (port 443 if none).
+        facts.https = true;
+        set_server_from_host(req, facts);
+    }
     if (ex->body_pending()) {
         facts.body_streamed = true;
         facts.streamed_length = content_length(req);
@@ -65,6 +71,27 @@ void wsgi_handler::on_request(http::exchange_ptr ex) {
         }
     }
     submit(std::move(ex), std::move(facts));
+}
+
+void wsgi_handler::set_server_from_host(const http::request& req, request_facts& facts) {
+    const auto host = req.header("host");
+    if (!host || host->empty()) {
+        facts.server_port = 443;
+        return;
+    }
+    // "name", "name:port", "[v6]", "[v6]:port" (the engine checked the syntax).
+    const auto close = host->rfind(']');
+    const auto colon = host->rfind(':');
+    const bool has_port = colon != std::string_view::npos && (close == std::string_view::npos || colon > close);
+    facts.server_name = std::string(host->substr(0, has_port ? colon : host->size()));
+    facts.server_port = 443;
+    if (has_port) {
+        unsigned port = 0;
+        const auto digits = host->substr(colon + 1);
+        const auto r = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+        if (r.ec == std::errc() && r.ptr == digits.data() + digits.size() && port > 0 && port <= 65535)
+            facts.server_port = static_cast<std::uint16_t>(port);
+    }
 }
 
 void wsgi_handler::submit(http::exchange_ptr ex, request_facts facts) {

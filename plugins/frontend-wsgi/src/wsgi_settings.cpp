@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include <m0/config.hpp>
+#include <m0/log.hpp>
 
 namespace m0::wsgi {
 namespace fs = std::filesystem;
@@ -36,9 +37,18 @@ settings read_settings(const config_node& section, const config_node& root) {
         s.chdir = absolute_from(section.base_dir(), *dir);
         std::error_code ec;
         if (!fs::is_directory(s.chdir, ec)) section.fail("chdir", "'" + s.chdir + "' is not a directory");
+        section.set_effective("chdir", s.chdir);  // --check prints a config valid from anywhere
     }
 
     s.statics = static_files::parse_static_mounts(section);
+    // The one mistake here that no error catches: files at "/" answer every
+    // GET before the application is asked (the prefix defaults to "/").
+    for (const auto& st : s.statics)
+        if (st.prefix == "/")
+            log::warning(section.child("static").where() + ": " + section.path() +
+                         ".static: files at prefix '/' hide the application from every GET and HEAD (each is "
+                         "answered from " + st.root + ", 404 if no file is there); set the prefix, e.g. "
+                         "'prefix: /static/' (Django's STATIC_URL)");
 
     s.stream_buffer = section.byte_size("stream_buffer", 1 << 20, std::uint64_t(1) << 32);
     if (s.stream_buffer < 4096) section.fail("stream_buffer", "must be at least 4k");

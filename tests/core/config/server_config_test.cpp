@@ -269,4 +269,35 @@ BOOST_AUTO_TEST_CASE(plugin_paths_from_set_resolve_against_the_cwd) {
                (std::filesystem::current_path() / "there").string());
 }
 
+BOOST_AUTO_TEST_CASE(forwarded_allow_ips_default_to_loopback_and_take_cidrs_or_star) {
+    const auto addr = [](const char* s) { return boost::asio::ip::make_address(s); };
+    auto cfg = parse_text("");
+    BOOST_TEST(cfg.forwarded_allow_ips.contains(addr("127.0.0.1")));
+    BOOST_TEST(cfg.forwarded_allow_ips.contains(addr("::1")));
+    BOOST_TEST(!cfg.forwarded_allow_ips.contains(addr("10.0.0.1")));
+    cfg = parse_text("server:\n  forwarded_allow_ips: [10.0.0.0/8, 'fd00::/8']\n");
+    BOOST_TEST(cfg.forwarded_allow_ips.contains(addr("10.2.3.4")));
+    BOOST_TEST(!cfg.forwarded_allow_ips.contains(addr("127.0.0.1")));
+    cfg = parse_text("server:\n  forwarded_allow_ips: '*'\n");
+    BOOST_TEST(cfg.forwarded_allow_ips.everyone());
+    cfg = parse_text("server:\n  forwarded_allow_ips: []\n");
+    BOOST_TEST(cfg.forwarded_allow_ips.empty());
+    BOOST_TEST(error_of([] { parse_text("server:\n  forwarded_allow_ips: [10.0.0.0/8, 10.0.0.1/8]\n"); }) ==
+               "inline.yaml:2:37: server.forwarded_allow_ips[1]: expected an IP address or a CIDR block "
+               "('10.0.0.0/8', 'fd00::/8') or '*', found '10.0.0.1/8': host bits are set beyond /8 (the network "
+               "is 10.0.0.0/8)");
+    BOOST_TEST(error_of([] { parse_text("server:\n  forwarded_allow_ips: ['*', 10.0.0.0/8]\n"); })
+                   .find("'*' trusts every peer") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_listen_address_marked_proxy) {
+    const auto cfg = parse_text("server:\n  listen: ['127.0.0.1:8000', '127.0.0.1:8001 proxy']\n");
+    BOOST_TEST(!cfg.listen[0].proxy_protocol);
+    BOOST_TEST(cfg.listen[1].proxy_protocol);
+    BOOST_TEST(cfg.listen[1].endpoint.port() == 8001);
+    BOOST_TEST(listen_error("127.0.0.1:8001 proxi") ==
+               "inline.yaml:2:11: server.listen: unknown listen option 'proxi' in '127.0.0.1:8001 proxi' (did you "
+               "mean 'proxy'?)");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
