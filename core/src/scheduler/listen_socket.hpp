@@ -22,6 +22,9 @@ void check_no_other_listener(const boost::asio::ip::tcp::endpoint& address);
 // Throws std::system_error naming the address on failure.
 int open_listen_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport, int backlog);
 
+// The address a socket is bound to (an inherited one's, say).
+boost::asio::ip::tcp::endpoint bound_endpoint(int fd);
+
 // Makes a listening socket refuse new connections without closing its fd:
 // the fd may still be registered in a worker's epoll, and closing it early
 // would let that worker accept on a reused fd number (docs/architecture.md).
