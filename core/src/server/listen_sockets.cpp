@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
@@ -41,12 +42,21 @@ listen_sockets::listen_sockets(std::vector<tcp::endpoint>& addresses, listener_s
                                int backlog, std::vector<inherited_socket> inherited)
     : addresses_(addresses), strategy_(strategy), reactors_(reactors), backlog_(backlog),
       shared_(addresses.size(), -1) {
-    for (const auto& s : inherited) {
-        unsigned slot = 0, reactor = 0;
-        if (!parse_slot_name(s.name, slot, reactor) && strategy_ != listener_strategy::shared) {
-            log::info("listening on sockets passed by the parent process (LISTEN_FDS): one shared listener per address");
-            strategy_ = listener_strategy::shared;
-        }
+    const bool activated = std::any_of(inherited.begin(), inherited.end(), [](const inherited_socket& s) {
+        return s.name.rfind("m0-", 0) != 0;
+    });
+    if (activated) {
+        log::info("listening on sockets passed by the parent process (LISTEN_FDS): one shared listener per address");
+        strategy_ = listener_strategy::shared;
+    }
+    // A reload keeps shared sockets shared: they own the address without
+    // SO_REUSEPORT, so reuseport ones could not be bound beside them.
+    const bool shared = std::any_of(inherited.begin(), inherited.end(), [](const inherited_socket& s) {
+        return s.name == shared_prefix;
+    });
+    if (shared && strategy_ != listener_strategy::shared) {
+        log::warning("server.listener: reuseport takes a restart, not a reload: serving on the shared listeners");
+        strategy_ = listener_strategy::shared;
     }
     try {
         for (auto& s : inherited) {

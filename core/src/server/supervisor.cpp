@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -256,7 +257,8 @@ private:
                       " previous one(s)");
             for (const auto& r : previous_) drain(r.pid, r.metrics);
             previous_.clear();
-            notify("READY=1\nSTATUS=reloaded");
+            ready_once_ = true;
+            notify("READY=1\nSTATUS=reloaded\nMAINPID=" + std::to_string(::getpid()));
         }
         if (!ready_once_) {
             ready_once_ = true;
@@ -326,7 +328,11 @@ private:
             return;
         }
         log::info("supervisor: received SIGHUP: checking the configuration as it is now before reloading");
-        notify("RELOADING=1\nSTATUS=reloading");
+        // systemd (Type=notify-reload) wants the monotonic time of the request with it.
+        timespec now{};
+        ::clock_gettime(CLOCK_MONOTONIC, &now);
+        notify("RELOADING=1\nSTATUS=reloading\nMONOTONIC_USEC=" +
+               std::to_string(static_cast<long long>(now.tv_sec) * 1'000'000 + now.tv_nsec / 1000));
         check_pid_ = hooks_.start_check ? hooks_.start_check() : -1;
         if (check_pid_ < 0) {
             check_pid_ = 0;
