@@ -1024,6 +1024,11 @@ void session::drain() {
     drain_fns_.clear();
     if (upgraded_ || active_ || close_after_flush_) return;
     if (parser_.got_some() || rend_ > rbegin_) return;  // a request is arriving: answer it, then close
+    // Accepted before the drain, its first request not here yet: the client
+    // chose this process and is sending it (a reload or a replacement drains
+    // a process under load all the time). Answer it, then close; the header
+    // timeout and the drain deadline bound the wait.
+    if (served_ == 0) return;
     close_after_flush_ = true;
     if (out_.empty() && !write_wait_pending_)
         close();

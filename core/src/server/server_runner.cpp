@@ -604,6 +604,18 @@ void reexec(const std::string& exe, const run_options& options, listen_sockets& 
     ::unsetenv("M0_PREVIOUS_WORKERS");
 }
 
+// A reload whose new deployment failed to build although its check passed
+// (the files changed again in between): the previous serving processes go
+// on serving under this process until it is stopped.
+int keep_previous_workers(std::vector<pid_t> previous) {
+    log::error("supervisor: reload failed (see above); the " + std::to_string(previous.size()) +
+               " previous worker process(es) keep serving; fix the deployment and restart m0");
+    supervisor_options so;
+    so.processes = 0;
+    so.previous = std::move(previous);
+    return supervise(so, fork_hooks{}).exit_code;
+}
+
 // server.workers > 1: this process becomes the supervisor of that many
 // serving processes, forked from the deployment built and validated here
 // (the application is imported once and shared copy-on-write). It holds the
@@ -617,6 +629,7 @@ int run_prefork(deployment& d, const run_options& options, std::vector<inherited
         std::cerr << "m0: cannot start " << d.cfg.workers << " worker processes: " << threads - 1
                   << " thread(s) already run in this process (started by a plugin or by the imported application),"
                      " and fork() would not copy them\n";
+        if (!previous.empty()) return keep_previous_workers(std::move(previous));
         return 1;
     }
     std::vector<boost::asio::ip::tcp::endpoint> addresses;
@@ -630,6 +643,7 @@ int run_prefork(deployment& d, const run_options& options, std::vector<inherited
         if (!d.cfg.pid_file.empty()) pid = std::make_unique<pid_file>(d.cfg.pid_file);
     } catch (const std::exception& e) {
         std::cerr << "m0: cannot start: " << e.what() << "\n";
+        if (!previous.empty()) return keep_previous_workers(std::move(previous));
         return 1;
     }
     for (std::size_t i = 0; i < addresses.size(); ++i) d.cfg.listen[i].endpoint = addresses[i];
@@ -689,18 +703,6 @@ int run_prefork(deployment& d, const run_options& options, std::vector<inherited
     }
     process_role role{true, r.index, r.count, r.metrics_slot, sockets.get()};
     return serve(d, role);
-}
-
-// A reload whose new deployment failed to build although its check passed
-// (the files changed again in between): the previous serving processes go
-// on serving under this process until it is stopped.
-int keep_previous_workers(std::vector<pid_t> previous) {
-    log::error("supervisor: reload failed (see above); the " + std::to_string(previous.size()) +
-               " previous worker process(es) keep serving; fix the deployment and restart m0");
-    supervisor_options so;
-    so.processes = 0;
-    so.previous = std::move(previous);
-    return supervise(so, fork_hooks{}).exit_code;
 }
 
 }  // namespace
