@@ -57,6 +57,26 @@ def line_count(path):
         return 0
 
 
+def wait_for_requests(server, access_log, more):
+    """Waits until `more` requests were logged to `access_log` since now."""
+    start = line_count(access_log)
+    server.wait_until(lambda: line_count(access_log) >= start + more, what=f"{more} more requests")
+
+
+def under_load(server, access_log, during):
+    """Runs `during()` while wrk loads `server` (once some requests went
+    through before and after it), then checks that no request failed."""
+    wrk = Wrk(server.port)
+    try:
+        wait_for_requests(server, access_log, 200)
+        during()
+        wait_for_requests(server, access_log, 100)
+        requests, errors = wrk.stop()
+    finally:
+        wrk.kill()
+    assert requests > 0 and not errors, wrk.output
+
+
 def one_replacement_at_a_time(log):
     """Checks, from the supervisor's log, that a replacement never started
     while another was under way (from "replacing ... (pid P)" until P exited);

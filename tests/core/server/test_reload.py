@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import m0test
-from load_support import Wrk, line_count
+from load_support import under_load, wait_for_requests
 from prefork_support import wait_for_children
 
 WSGI_PLUGIN = os.path.join(m0test.BUILD_DIR, "lib", "m0", "plugins", "m0-frontend-wsgi.so")
@@ -51,18 +51,13 @@ def test_reloads_under_load_refuse_and_reset_no_connection(m0_server, tmp_path, 
     config = routes("Hello, World!") + f"log: {{access: true, access_file: {access}}}\n"
     server = m0_server(config, "--workers", "2", "--set", f"server.listener={listener}")
     supervisor = server.proc.pid
-    wrk = Wrk(server.port)
-    try:
-        server.wait_until(lambda: line_count(access) > 200, what="wrk's first requests")
+
+    def three_reloads():
         for count in (1, 2, 3):
             reload(server, count)
             # The new processes carry the load before the next reload.
-            served = line_count(access)
-            server.wait_until(lambda: line_count(access) > served + 200, what="requests after the reload")
-        requests, errors = wrk.stop()
-    finally:
-        wrk.kill()
-    assert requests > 0 and not errors, wrk.output
+            wait_for_requests(server, access, 200)
+    under_load(server, access, three_reloads)
     # Same supervisor throughout: a reload execs m0 in place.
     assert server.proc.pid == supervisor and server.proc.poll() is None
     assert server.stop() == 0

@@ -4,7 +4,7 @@ one replacement at a time, and no request fails (under wrk)."""
 import re
 
 import m0test
-from load_support import Wrk, line_count, one_replacement_at_a_time
+from load_support import one_replacement_at_a_time, under_load
 
 ROUTES = (
     "frontend:\n"
@@ -23,20 +23,15 @@ def test_max_requests_replaces_processes_one_at_a_time_and_no_request_fails(m0_s
     config, access = access_logged(tmp_path)
     server = m0_server(config, "--workers", "2", "--set", "server.max_requests=300",
                        "--set", "server.max_requests_jitter=100")
-    wrk = Wrk(server.port)
-    try:
-        server.wait_for_log(re.compile(r"serves; draining pid \d+, which it replaces \(it served "
-                                       r"server.max_requests requests\)"), count=4, timeout=120)
-        served_before = line_count(access)
-        server.wait_until(lambda: line_count(access) > served_before + 100, what="requests after the replacements")
-        requests, errors = wrk.stop()
-    finally:
-        wrk.kill()
-    assert requests > 0 and not errors, wrk.output
+    under_load(server, access, lambda: server.wait_for_log(
+        re.compile(r"serves; draining pid \d+, which it replaces \(it served server.max_requests requests\)"),
+        count=4, timeout=120))
     log = server.output()
     assert len(one_replacement_at_a_time(log)) >= 4
-    for served, limit in re.findall(r"info: served (\d+) requests \(server.max_requests 300, this process's limit "
-                                    r"with its jitter (\d+)\)", log):
+    limits = re.findall(r"info: served (\d+) requests \(server.max_requests 300, this process's limit with its "
+                        r"jitter (\d+)\)", log)
+    assert len(limits) >= 4, log
+    for served, limit in limits:
         assert 300 <= int(limit) <= 400 and int(served) >= int(limit)
     assert server.stop() == 0
 
