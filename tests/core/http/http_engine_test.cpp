@@ -409,6 +409,22 @@ BOOST_AUTO_TEST_CASE(drain_closes_idle_and_finishes_in_flight) {
     BOOST_TEST(srv.stats().requests.load() == 2u);
 }
 
+BOOST_AUTO_TEST_CASE(drain_answers_the_first_request_of_a_connection_accepted_before_it) {
+    // Under load a drain always finds connections accepted whose request is
+    // still on its way: closing them would fail requests a client already sent.
+    test_server srv;
+    test_client fresh(srv.port());
+    BOOST_REQUIRE(eventually([&] { return srv.stats().live_connections.load() == 1; }));
+    srv.drain();
+    fresh.send(get("/fixed"));
+    auto r = fresh.read_response();
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->status == 200);
+    BOOST_TEST(r->get("connection") == "close");
+    BOOST_TEST(fresh.closed_by_peer());
+    BOOST_TEST(srv.stats().requests.load() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(force_close_closes_everything_and_counts) {
     test_server srv;
     test_client a(srv.port());
