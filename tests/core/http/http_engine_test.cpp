@@ -391,7 +391,7 @@ BOOST_AUTO_TEST_CASE(drain_closes_idle_and_finishes_in_flight) {
     test_client idle(srv.port());
     idle.send(get("/fixed"));
     BOOST_REQUIRE(idle.read_response());
-    test_client fresh(srv.port());  // never sent a byte
+    test_client fresh(srv.port());  // never sends a byte: closed after a short grace
     test_client busy(srv.port());
     busy.send(get("/delay?ms=200"));
     BOOST_REQUIRE(eventually([&] { return srv.stats().in_flight.load() == 1 && srv.stats().live_connections == 3; }));
