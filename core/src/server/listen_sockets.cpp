@@ -38,8 +38,8 @@ void close_all(std::vector<int>& fds) noexcept {
 
 }  // namespace
 
-listen_sockets::listen_sockets(std::vector<tcp::endpoint>& addresses, listener_strategy strategy, unsigned reactors,
-                               int backlog, std::vector<inherited_socket> inherited)
+listen_sockets::listen_sockets(std::vector<tcp::endpoint>& addresses, listener_strategy strategy, unsigned slots,
+                               unsigned reactors, int backlog, std::vector<inherited_socket> inherited)
     : addresses_(addresses), strategy_(strategy), reactors_(reactors), backlog_(backlog),
       shared_(addresses.size(), -1) {
     const bool activated = std::any_of(inherited.begin(), inherited.end(), [](const inherited_socket& s) {
@@ -65,7 +65,8 @@ listen_sockets::listen_sockets(std::vector<tcp::endpoint>& addresses, listener_s
             std::size_t a = 0;
             while (a < addresses_.size() && !matches(addresses_[a], s.address)) ++a;
             const bool wanted = a < addresses_.size() &&
-                                (slot_socket ? strategy_ == listener_strategy::reuseport && reactor < reactors_
+                                (slot_socket ? strategy_ == listener_strategy::reuseport && slot < slots &&
+                                                   reactor < reactors_
                                              : shared_[a] < 0);
             if (!wanted) {
                 // m0's own, from before a reload: an address no longer listed.

@@ -23,14 +23,15 @@ namespace m0 {
 
 class M0_INTERNAL_API listen_sockets {
 public:
-    // Takes the matching `inherited` sockets (closing the others) and opens
+    // Takes the matching `inherited` sockets (closing the others, and the
+    // reuseport ones of slots from `slots` on) and opens
     // what is missing: for `shared`, every address's socket; for
     // `reuseport`, nothing yet (open_slot). Sockets from systemd (any name
     // not made by m0) make the strategy `shared`. A port 0 in `addresses` is
     // replaced by the bound port. Throws std::system_error naming an address
     // that cannot be bound or that another program listens on.
     listen_sockets(std::vector<boost::asio::ip::tcp::endpoint>& addresses, listener_strategy strategy,
-                   unsigned reactors, int backlog, std::vector<inherited_socket> inherited);
+                   unsigned slots, unsigned reactors, int backlog, std::vector<inherited_socket> inherited);
     ~listen_sockets();
     listen_sockets(const listen_sockets&) = delete;
     listen_sockets& operator=(const listen_sockets&) = delete;

@@ -638,7 +638,8 @@ int run_prefork(deployment& d, const run_options& options, std::vector<inherited
     std::unique_ptr<listen_sockets> sockets;
     std::unique_ptr<pid_file> pid;
     try {
-        sockets = std::make_unique<listen_sockets>(addresses, effective_listener_strategy(configured), d.cfg.threads,
+        sockets = std::make_unique<listen_sockets>(addresses, effective_listener_strategy(configured), d.cfg.workers,
+                                                   d.cfg.threads,
                                                    scheduler_options{}.backlog, std::move(inherited));
         if (!d.cfg.pid_file.empty()) pid = std::make_unique<pid_file>(d.cfg.pid_file);
     } catch (const std::exception& e) {
@@ -752,7 +753,7 @@ int run_server(const run_options& options) {
         std::vector<boost::asio::ip::tcp::endpoint> addresses;
         for (const auto& l : d.cfg.listen) addresses.push_back(l.endpoint);
         try {
-            sockets = std::make_unique<listen_sockets>(addresses, listener_strategy::shared, d.cfg.threads,
+            sockets = std::make_unique<listen_sockets>(addresses, listener_strategy::shared, 1, d.cfg.threads,
                                                        scheduler_options{}.backlog, std::move(inherited));
         } catch (const std::exception& e) {
             std::cerr << "m0: cannot start: " << e.what() << "\n";

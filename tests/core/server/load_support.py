@@ -74,7 +74,7 @@ def under_load(server, access_log, during):
         requests, errors = wrk.stop()
     finally:
         wrk.kill()
-    assert requests > 0 and not errors, wrk.output
+    assert requests > 0 and not errors, wrk.output + "\nm0's log:\n" + server.output()
 
 
 def one_replacement_at_a_time(log):
