@@ -43,7 +43,7 @@ class Server:
     before m0 binds it could be taken by another test in between.
     """
 
-    def __init__(self, config, *args, threads=1, env=None, cwd=None, ready_timeout=20.0):
+    def __init__(self, config, *args, threads=1, env=None, cwd=None, ready_timeout=20.0, launcher=(), pass_fds=()):
         self.port = None
         self.ports = []
         self.args = list(args)
@@ -51,6 +51,10 @@ class Server:
         self.env = dict(os.environ, **(env or {}))
         self.cwd = cwd or SOURCE_DIR
         self.ready_timeout = ready_timeout
+        # A command that execs m0 (its arguments follow), and fds it inherits:
+        # a socket-activation launcher, say.
+        self.launcher = list(launcher)
+        self.pass_fds = tuple(pass_fds)
         self.proc = None
         self.signalled = []
         self._tmp = None
@@ -64,7 +68,7 @@ class Server:
         self.log_path = tempfile.NamedTemporaryFile(suffix=".log", delete=False).name
 
     def command(self):
-        cmd = [M0_BINARY]
+        cmd = self.launcher + [M0_BINARY]
         if self.config_path:
             cmd += ["--config", self.config_path]
         cmd += ["--listen", "127.0.0.1:0"]
@@ -75,7 +79,7 @@ class Server:
     def start(self):
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT,
-                                     env=self.env, cwd=self.cwd, start_new_session=True)
+                                     env=self.env, cwd=self.cwd, start_new_session=True, pass_fds=self.pass_fds)
         listening = self.wait_for_log(LISTENING, timeout=self.ready_timeout, what="m0 to listen")
         self.ports = [int(endpoint.rsplit(":", 1)[1]) for endpoint in listening.group(1).split()]
         self.port = self.ports[0]

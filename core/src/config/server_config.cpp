@@ -16,6 +16,7 @@ namespace {
 
 constexpr unsigned max_threads = 256;
 constexpr unsigned max_workers = 256;
+constexpr std::int64_t max_integer = std::numeric_limits<std::int64_t>::max();
 
 unsigned default_threads() {
     const unsigned cpus = std::thread::hardware_concurrency();
@@ -72,8 +73,8 @@ http::trusted_networks parse_forwarded_allow_ips(const config_node& server) {
 }
 
 void parse_server(const config_node& server, server_config& out) {
-    server.allow_keys({"listen", "workers", "threads", "listener", "pin_cores", "drain_timeout",
-                       "forwarded_allow_ips"});
+    server.allow_keys({"listen", "workers", "threads", "listener", "pin_cores", "drain_timeout", "max_requests",
+                       "max_requests_jitter", "max_rss", "pid_file", "forwarded_allow_ips"});
     const auto listen = server.child("listen");
     const auto texts = server.string_list("listen", {"127.0.0.1:8000"});
     if (texts.empty()) server.fail("listen", "expected at least one address, found an empty list");
@@ -85,14 +86,22 @@ void parse_server(const config_node& server, server_config& out) {
     out.workers = static_cast<unsigned>(server.integer("workers", 1, 1, max_workers));
     out.threads = static_cast<unsigned>(server.integer("threads", default_threads(), 1, max_threads));
     out.listener = server.one_of("listener", "reuseport", {"reuseport", "shared"});
-    // Each serving process binds listeners of its own; one listener shared
-    // by all threads exists only within one process.
-    if (out.workers > 1 && out.listener == "shared")
-        server.fail("listener", "'shared' needs one serving process, but server.workers is " +
-                                    std::to_string(out.workers) +
-                                    " (set server.listener: reuseport, or server.workers: 1)");
     out.pin_cores = server.boolean("pin_cores", true);
     out.drain_timeout = millis(server.duration("drain_timeout", std::chrono::seconds(30)));
+    out.max_requests = static_cast<std::uint64_t>(server.integer("max_requests", 0, 0, max_integer));
+    out.max_requests_jitter = static_cast<std::uint64_t>(server.integer("max_requests_jitter", 0, 0, max_integer));
+    if (out.max_requests_jitter > 0 && out.max_requests == 0)
+        server.fail("max_requests_jitter", "needs server.max_requests (the jitter is added to it)");
+    out.max_rss = server.byte_size("max_rss", 0, std::numeric_limits<std::uint64_t>::max());
+    // Both are the supervisor's to act on.
+    if (out.workers == 1 && (out.max_requests > 0 || out.max_rss > 0))
+        server.fail(out.max_requests > 0 ? "max_requests" : "max_rss",
+                    "a serving process is replaced by its supervisor, which needs server.workers > 1 (it is 1)");
+    if (const auto file = server.optional_string("pid_file")) {
+        if (file->empty()) server.fail("pid_file", "expected a file path, found an empty string");
+        const std::filesystem::path base = server.child("pid_file").base_dir();
+        out.pid_file = (base / *file).lexically_normal().string();
+    }
 }
 
 void parse_plugins(const config_node& plugins, server_config& out) {

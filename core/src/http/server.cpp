@@ -84,13 +84,13 @@ void server::on_accept(std::size_t i, const error_code& ec, asio::ip::tcp::socke
         });
         return;
     }
-    if (draining_) {
-        error_code ignored;
-        socket.close(ignored);
-        return;
-    }
     stats_->accepted.fetch_add(1, std::memory_order_relaxed);
     slot.burst.push_back(std::move(socket));
+    if (draining_) {
+        // Completed as the drain began: its client is sending a request here.
+        start_burst(i);
+        return;
+    }
     if (slot.burst.size() >= max_accept_burst) {
         start_burst(i);
         accept_next(i);
@@ -113,8 +113,11 @@ void server::start_burst(std::size_t i) {
     slot.burst.clear();
     ++slot.burst_mark;  // checks still queued are stale
     for (auto& socket : burst) {
-        if (draining_) break;  // the rest close with `burst`
-        std::make_shared<session>(shared_from_this(), std::move(socket), slot.proxy_protocol)->start();
+        auto s = std::make_shared<session>(shared_from_this(), std::move(socket), slot.proxy_protocol);
+        s->start();
+        // Accepted, so its client is sending a request to this process: the
+        // session answers it and closes (a silent one after a short grace).
+        if (draining_) s->drain();
     }
 }
 
@@ -140,9 +143,9 @@ void server::session_closed(session& s, bool resume) {
 void server::drain() {
     if (draining_) return;
     draining_ = true;
-    for (auto& slot : listeners_) {
-        slot.retry->cancel();
-        slot.burst.clear();  // accepted, never read from: closed
+    for (std::size_t i = 0; i < listeners_.size(); ++i) {
+        listeners_[i].retry->cancel();
+        start_burst(i);  // accepted, never read from: answered like any fresh connection
     }
     for (auto it = sessions_.begin(); it != sessions_.end();) {
         session& s = *it++;  // drain() may close and unlink s

@@ -23,6 +23,9 @@ using boost::system::error_code;
 
 namespace {
 constexpr std::size_t initial_read_buffer = 4096;
+// At a drain, how long a connection accepted just before it may take to send
+// its first request.
+constexpr std::chrono::seconds first_request_grace{3};
 // Free space below which unparsed bytes are moved to the buffer's start.
 constexpr std::size_t min_read_space = 1024;
 // Pipelined requests are not dispatched while this much output waits.
@@ -1099,6 +1102,15 @@ void session::drain() {
     drain_fns_.clear();
     if (upgraded_ || active_ || close_after_flush_) return;
     if (parser_.got_some() || rend_ > rbegin_) return;  // a request is arriving: answer it, then close
+    // Accepted before the drain, its first request not here yet: the client
+    // chose this process and is likely sending it (a reload or a replacement
+    // drains a process under load all the time). Answer it, then close; a
+    // connection that stays silent (a browser's preconnect) is closed after
+    // a short grace instead of holding the drain up to the header timeout.
+    if (served_ == 0) {
+        set_read_deadline(std::min(read_deadline_, clock::now() + first_request_grace));
+        return;
+    }
     close_after_flush_ = true;
     if (out_.empty() && !write_wait_pending_)
         close();

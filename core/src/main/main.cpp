@@ -35,7 +35,8 @@ constexpr const char* usage_tail =
     "--chdir, --log-level, --access-log.\n"
     "Exit codes: 0 success, 1 start-up failure (e.g. address in use), 2 configuration or plugin error.\n"
     "Signals: SIGTERM drains (server.drain_timeout), SIGINT drains briefly, a second signal stops at once.\n"
-    "With server.workers > 1 a supervisor forwards them to every process; SIGQUIT to it stops at once.\n"
+    "With server.workers > 1 a supervisor forwards them to every process; SIGQUIT to it stops at once;\n"
+    "SIGHUP reloads code and config, SIGTTIN/SIGTTOU add/remove a process. SIGUSR1 reopens the access log.\n"
     "Docs: README.md, docs/config.md, and each plugin's README.\n";
 
 std::string quoted_yaml(const std::string& s) {
@@ -134,6 +135,7 @@ int main(int argc, char** argv) {
     if (vm.count("set"))
         for (const auto& s : vm["set"].as<std::vector<std::string>>()) options.sets.push_back(s);
     options.check_only = vm.count("check") > 0;
+    options.command_line.assign(argv, argv + argc);
 
     std::vector<std::string> commands;
     if (vm.count("command")) commands = vm["command"].as<std::vector<std::string>>();

@@ -83,6 +83,13 @@ int open_listen_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport, 
     return fd;
 }
 
+boost::asio::ip::tcp::endpoint bound_endpoint(int fd) {
+    boost::asio::ip::tcp::endpoint ep;
+    socklen_t len = static_cast<socklen_t>(ep.capacity());
+    if (::getsockname(fd, ep.data(), &len) == 0) ep.resize(len);
+    return ep;
+}
+
 void stop_listening(int fd) noexcept {
     // On Linux, shutdown(SHUT_RD) on a listening socket moves it out of
     // LISTEN: queued and new connection attempts are refused, and the fd

@@ -2,6 +2,8 @@
 // Opening listening sockets for the scheduler's listener strategies.
 #include <boost/asio/ip/tcp.hpp>
 
+#include <m0/api.hpp>
+
 namespace m0 {
 
 // A bound (not listening) non-blocking, close-on-exec TCP socket with the
@@ -20,7 +22,10 @@ void check_no_other_listener(const boost::asio::ip::tcp::endpoint& address);
 // `reuseport` several such sockets may share the address (one per worker).
 // A port 0 in `address` is replaced by the port the kernel chose.
 // Throws std::system_error naming the address on failure.
-int open_listen_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport, int backlog);
+M0_INTERNAL_API int open_listen_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport, int backlog);
+
+// The address a socket is bound to (an inherited one's, say).
+boost::asio::ip::tcp::endpoint bound_endpoint(int fd);
 
 // Makes a listening socket refuse new connections without closing its fd:
 // the fd may still be registered in a worker's epoll, and closing it early

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #include <fcntl.h>
 
@@ -190,6 +191,8 @@ void scheduler::start() {
     started_ = true;
     auto strategy = effective_listener_strategy(options_.listener);
     if (frontend_.needs_per_reactor_listeners()) strategy = listener_strategy::reuseport;
+    if (!options_.shared_fds.empty()) strategy = listener_strategy::shared;
+    const bool given = !options_.shared_fds.empty() || !options_.reactor_fds.empty();
     bool exclusive = strategy == listener_strategy::shared && epoll_exclusive_supported();
     if (strategy == listener_strategy::shared && !exclusive)
         log::warning("EPOLLEXCLUSIVE is not supported by this kernel: shared listener wakes every worker");
@@ -197,9 +200,12 @@ void scheduler::start() {
     try {
         auto addresses = options_.addresses;
         // A shared listener binds without SO_REUSEPORT: its bind is the check.
-        if (strategy == listener_strategy::reuseport && options_.check_addresses)
+        if (strategy == listener_strategy::reuseport && options_.check_addresses && !given)
             for (const auto& a : addresses) check_no_other_listener(a);
-        if (strategy == listener_strategy::shared) {
+        if (!options_.shared_fds.empty()) {
+            shared_fds_ = std::move(options_.shared_fds);
+            for (int fd : shared_fds_) bound_.push_back(bound_endpoint(fd));
+        } else if (strategy == listener_strategy::shared) {
             for (auto& a : addresses) {
                 shared_fds_.push_back(open_listen_socket(a, false, options_.backlog));
                 bound_.push_back(a);
@@ -225,9 +231,10 @@ void scheduler::start() {
                 if (strategy == listener_strategy::reuseport) {
                     // Bound serially; a port 0 is resolved by the first worker
                     // and reused by the others so they share one address.
-                    int fd = open_listen_socket(addresses[a], true, options_.backlog);
+                    int fd = given ? std::exchange(options_.reactor_fds.at(i).at(a), -1)
+                                   : open_listen_socket(addresses[a], true, options_.backlog);
                     w->listeners.push_back(make_reuseport_listener(*w->io, fd));
-                    if (i == 0) bound_.push_back(addresses[a]);
+                    if (i == 0) bound_.push_back(given ? bound_endpoint(fd) : addresses[a]);
                 } else {
                     w->listeners.push_back(make_shared_listener(*w->io, shared_fds_[a], exclusive));
                 }
@@ -266,6 +273,10 @@ void scheduler::start() {
             }
         }
     } catch (...) {
+        // Given sockets no listener took are still ours to close.
+        for (auto& fds : options_.reactor_fds)
+            for (int& fd : fds)
+                if (fd >= 0) ::close(std::exchange(fd, -1));
         stop_and_join_all(std::chrono::steady_clock::now() + exit_grace);
         throw;
     }

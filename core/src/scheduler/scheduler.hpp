@@ -37,6 +37,14 @@ struct scheduler_options {
     // (check_no_other_listener). Off in a supervised process: its supervisor
     // checked before forking, and sibling processes already listen there.
     bool check_addresses = true;
+    // Listening sockets opened by someone else (a supervisor, systemd),
+    // taken over by the scheduler, which closes them at the end:
+    // `shared_fds`, one per address, make the strategy `shared`;
+    // `reactor_fds[reactor][address]` are each reactor's own (reuseport).
+    // The addresses are then what the sockets are bound to; nothing is
+    // checked or bound here.
+    std::vector<int> shared_fds;
+    std::vector<std::vector<int>> reactor_fds;
     // Per reactor, when set: where its reactor_stats live (a slot of the
     // metrics table), and its access log and metrics recorder.
     std::function<reactor_stats*(unsigned reactor)> stats_slot;

@@ -7,14 +7,20 @@
 #include <atomic>
 #include <cerrno>
 #include <ctime>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <cstring>
+#include <random>
 #include <sstream>
 #include <thread>
 
 #include <fcntl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <m0/config.hpp>
@@ -31,7 +37,10 @@
 #include "plugin/plugin_loader.hpp"
 #include "scheduler/scheduler.hpp"
 #include "server/composed_frontend.hpp"
-#include "server/port_reservation.hpp"
+#include "server/listen_sockets.hpp"
+#include "server/pid_file.hpp"
+#include "server/sd_notify.hpp"
+#include "server/socket_activation.hpp"
 #include "server/supervisor.hpp"
 #include "telemetry/access_log_format.hpp"
 #include "telemetry/access_log_sink.hpp"
@@ -278,7 +287,10 @@ void setup_telemetry(deployment& d) {
     if (!d.cfg.metrics_listen) return;
     std::vector<telemetry::mount_label> mounts;
     for (const auto& f : d.frontends) mounts.push_back({f.prefix, f.type});
-    d.metrics = std::make_unique<telemetry::metrics_table>(d.cfg.workers, d.cfg.threads, std::move(mounts));
+    // A supervisor's processes overlap those they replace (a reload doubles
+    // them for a moment), and SIGTTIN adds some: room for those too.
+    const unsigned spare = d.cfg.workers > 1 ? d.cfg.workers + 4 : 0;
+    d.metrics = std::make_unique<telemetry::metrics_table>(d.cfg.workers, d.cfg.threads, std::move(mounts), spare);
     d.metrics_server = std::make_unique<telemetry::metrics_server>(d.cfg.metrics_listen->endpoint, *d.metrics);
     std::ostringstream line;
     line << "metrics: /metrics and /status.json on http://" << d.cfg.metrics_listen->endpoint;
@@ -304,16 +316,49 @@ struct process_role {
     bool supervised = false;
     unsigned index = 0;
     unsigned count = 1;
+    unsigned metrics_slot = 0;  // its slot of the metrics table, if below the table's size
+    // Sockets opened for it (by its supervisor, or passed by systemd); null:
+    // the scheduler binds its own.
+    listen_sockets* sockets = nullptr;
 };
 
 std::string signal_name(int sig) {
-    switch (sig) {
-        case SIGINT: return "SIGINT";
-        case SIGTERM: return "SIGTERM";
-        case SIGQUIT: return "SIGQUIT";
-        case SIGUSR1: return "SIGUSR1";
+    const char* abbrev = ::sigabbrev_np(sig);
+    return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+// What a serving process does with the signals that are not "stop": every
+// one is logged, none kills it.
+void on_other_signal(int sig, const process_role& role, const std::function<void()>& reopen_logs) {
+    if (sig == SIGUSR1) {
+        reopen_logs();
+    } else if (role.supervised) {
+        log::info("received " + signal_name(sig) + ": ignored by a worker process; send it to the supervisor (pid " +
+                  std::to_string(::getppid()) + ")");
+    } else if (sig == SIGHUP || sig == SIGTTIN || sig == SIGTTOU) {
+        log::info("received " + signal_name(sig) +
+                  ": ignored; reloading and resizing need a supervisor (server.workers > 1)");
+    } else {
+        log::info("received " + signal_name(sig) + ": ignored");
     }
-    return "signal " + std::to_string(sig);
+}
+
+// server.max_requests for this process: the limit plus its own random
+// jitter, so that processes started together are not replaced together.
+std::uint64_t request_limit(const server_config& cfg) {
+    if (cfg.max_requests == 0) return 0;
+    std::uint64_t jitter = 0;
+    if (cfg.max_requests_jitter > 0) {
+        std::random_device seed;
+        jitter = std::uniform_int_distribution<std::uint64_t>(0, cfg.max_requests_jitter)(seed);
+    }
+    return cfg.max_requests + jitter;
+}
+
+std::uint64_t requests_served(const scheduler& sched) {
+    std::uint64_t n = 0;
+    for (unsigned r = 0; r < sched.reactor_count(); ++r) n += sched.stats(r).requests.load(std::memory_order_relaxed);
+    return n;
 }
 
 std::shared_ptr<const http::client_policy> make_client_policy(const server_config& cfg) {
@@ -326,13 +371,16 @@ std::shared_ptr<const http::client_policy> make_client_policy(const server_confi
 // Frontend + executor + scheduler until a stop signal, then drain and report.
 // Expects SIGTERM and SIGINT (and, supervised, SIGQUIT) blocked.
 int serve(deployment& d, const process_role& role) {
+    // The stop signals, and the others taken with them so that none has its
+    // default action (which kills for most): SIGUSR1 reopens the access log,
+    // the rest are logged.
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGTERM);
-    sigaddset(&stop_signals, SIGINT);
+    for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGHUP, SIGTTIN, SIGTTOU}) sigaddset(&stop_signals, sig);
     if (role.supervised) sigaddset(&stop_signals, hard_stop_signal);
-    // Taken with the stop signals but only reopens the access log.
-    sigaddset(&stop_signals, SIGUSR1);
+    auto is_stop = [&](int sig) {
+        return sig == SIGTERM || sig == SIGINT || (role.supervised && sig == hard_stop_signal);
+    };
 
     scheduler_options so;
     so.workers = d.cfg.threads;
@@ -344,6 +392,7 @@ int serve(deployment& d, const process_role& role) {
     so.clients = make_client_policy(d.cfg);
     so.limits = d.cfg.http;
     so.services = d.services.get();
+    if (role.sockets) role.sockets->hand_to_scheduler(role.index, so);
 
     serving_context sc;
     sc.process_index = role.index;
@@ -354,15 +403,19 @@ int serve(deployment& d, const process_role& role) {
 
     // Declared before the scheduler: reactors hand it lines until they are gone.
     std::unique_ptr<telemetry::access_log_sink> access_sink;
-    if (d.metrics) {
-        d.metrics->process_started(role.index, static_cast<int>(::getpid()));
-        so.stats_slot = [&d, &role](unsigned r) { return &d.metrics->slot(role.index, r).stats; };
+    // Without a free slot (more processes than the table holds, after
+    // SIGTTIN) this process serves uncounted.
+    auto* metrics = d.metrics && role.metrics_slot < d.metrics->process_count() ? d.metrics.get() : nullptr;
+    if (d.metrics && !metrics) log::warning("metrics: no free slot in the metrics table; this process is not counted");
+    if (metrics) {
+        metrics->process_started(role.metrics_slot, static_cast<int>(::getpid()));
+        so.stats_slot = [metrics, &role](unsigned r) { return &metrics->slot(role.metrics_slot, r).stats; };
     }
-    if (d.access_format || d.metrics) {
-        so.make_recorder = [&d, &role, &access_sink](unsigned r, boost::asio::io_context& io) {
-            auto* slot = d.metrics ? &d.metrics->slot(role.index, r) : nullptr;
+    if (d.access_format || metrics) {
+        so.make_recorder = [&d, metrics, &role, &access_sink](unsigned r, boost::asio::io_context& io) {
+            auto* slot = metrics ? &metrics->slot(role.metrics_slot, r) : nullptr;
             return std::make_unique<request_recorder>(r, io, d.access_format ? &*d.access_format : nullptr,
-                                                      access_sink.get(), d.metrics.get(), slot);
+                                                      access_sink.get(), metrics, slot);
         };
     }
     auto reopen_logs = [&] {
@@ -398,15 +451,44 @@ int serve(deployment& d, const process_role& role) {
         log::info(line.str());
     }
 
+    if (role.supervised) report_ready(role.index);
+    std::unique_ptr<pid_file> pid;
+    if (!role.supervised) {
+        try {
+            if (!d.cfg.pid_file.empty()) pid = std::make_unique<pid_file>(d.cfg.pid_file);
+        } catch (const std::exception& e) {
+            log::error(std::string("cannot start: ") + e.what());
+            sched->drain(std::chrono::milliseconds::zero());
+            sched.reset();
+            d.composed->stop_serving(sc);
+            stop_executors(d);
+            return 1;
+        }
+        sd_notify("READY=1\nMAINPID=" + std::to_string(::getpid()));
+    }
+
+    // server.max_requests: counted every second; once past it, the process
+    // asks its supervisor for a successor and serves on until told to drain.
+    const std::uint64_t limit = role.supervised ? request_limit(d.cfg) : 0;
+    bool asked = false;
     int first = 0;
     while (first == 0) {
-        int sig = 0;
-        if (sigwait(&stop_signals, &sig) != 0) continue;
-        if (sig == SIGUSR1)
-            reopen_logs();
-        else
+        timespec tick{1, 0};
+        siginfo_t info{};
+        const int sig = limit ? sigtimedwait(&stop_signals, &info, &tick) : sigwaitinfo(&stop_signals, &info);
+        if (sig > 0 && is_stop(sig)) {
             first = sig;
+        } else if (sig > 0) {
+            on_other_signal(sig, role, reopen_logs);
+        } else if (limit && !asked && requests_served(*sched) >= limit) {
+            asked = true;
+            log::info("served " + std::to_string(requests_served(*sched)) + " requests (server.max_requests " +
+                      std::to_string(d.cfg.max_requests) + ", this process's limit with its jitter " +
+                      std::to_string(limit) + "): asking the supervisor for a replacement");
+            ask_for_replacement();
+        }
     }
+    if (!role.supervised) sd_notify("STOPPING=1");
     std::chrono::milliseconds timeout = d.cfg.drain_timeout;
     if (first == SIGINT) timeout = std::min(interactive_drain_timeout, d.cfg.drain_timeout);
     if (first == hard_stop_signal && role.supervised) timeout = std::chrono::milliseconds::zero();
@@ -429,8 +511,8 @@ int serve(deployment& d, const process_role& role) {
     while (!drained.load(std::memory_order_acquire)) {
         timespec tick{0, 50'000'000};
         int sig = sigtimedwait(&stop_signals, nullptr, &tick);
-        if (sig == SIGUSR1) {
-            reopen_logs();
+        if (sig > 0 && !is_stop(sig)) {
+            on_other_signal(sig, role, reopen_logs);
             continue;
         }
         // A supervised process may get a drain signal twice (from a
@@ -447,7 +529,7 @@ int serve(deployment& d, const process_role& role) {
     unsigned crashed = sched->crashed_worker_count();
     sched.reset();
     access_sink.reset();  // writes the last lines
-    if (d.metrics) d.metrics->process_ended(role.index);
+    if (metrics) metrics->process_ended(role.metrics_slot);
     d.composed->stop_serving(sc);
     unsigned stuck = stop_executors(d);
     for (const auto& r : reports) stuck += r.detached ? 1 : 0;
@@ -467,31 +549,113 @@ int serve(deployment& d, const process_role& role) {
     return 0;
 }
 
+// The serving processes of the m0 that exec'd this one on SIGHUP
+// (M0_PREVIOUS_WORKERS, set by reexec()); empty otherwise.
+std::vector<pid_t> take_previous_workers() {
+    std::vector<pid_t> out;
+    if (const char* list = std::getenv("M0_PREVIOUS_WORKERS")) {
+        std::istringstream in(list);
+        for (long pid; in >> pid;) out.push_back(static_cast<pid_t>(pid));
+    }
+    ::unsetenv("M0_PREVIOUS_WORKERS");
+    return out;
+}
+
+std::vector<char*> exec_argv(std::vector<std::string>& args) {
+    std::vector<char*> out;
+    for (auto& a : args) out.push_back(a.data());
+    out.push_back(nullptr);
+    return out;
+}
+
+// m0 as it is on disk now (an upgraded binary too): the path this process
+// was started from, read before anything could replace it.
+std::string own_executable() {
+    std::error_code ec;
+    auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string() : path.string();
+}
+
+// SIGHUP, first step: `m0 <same arguments> --check` in a child, its
+// effective config to /dev/null and its errors to m0's log.
+pid_t start_check(const std::string& exe, const run_options& options) {
+    std::vector<std::string> args = options.command_line;
+    args.push_back("--check");
+    const pid_t pid = ::fork();
+    if (pid != 0) return pid;
+    const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
+    sigset_t none;
+    sigemptyset(&none);
+    pthread_sigmask(SIG_SETMASK, &none, nullptr);
+    auto argv = exec_argv(args);
+    ::execv(exe.c_str(), argv.data());
+    ::_exit(127);
+}
+
+// SIGHUP, second step: this process becomes a new m0 (same pid, so its
+// serving processes stay its children and the pid file stays true), which
+// builds the deployment from the config and code as they are now, takes
+// the listening sockets over (LISTEN_FDS), starts its own serving processes
+// and drains `serving` once they are ready. The signal mask stays blocked
+// across the exec, so no signal can kill it in between.
+void reexec(const std::string& exe, const run_options& options, listen_sockets& sockets,
+            const std::vector<pid_t>& serving) {
+    if (exe.empty() || ::access(exe.c_str(), X_OK) != 0) return;
+    std::string list;
+    for (pid_t pid : serving) list += std::to_string(pid) + " ";
+    ::setenv("M0_PREVIOUS_WORKERS", list.c_str(), 1);
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    pass_sockets_to_exec(sockets.for_exec());
+    std::vector<std::string> args = options.command_line;
+    auto argv = exec_argv(args);
+    ::execv(exe.c_str(), argv.data());
+    ::unsetenv("M0_PREVIOUS_WORKERS");
+}
+
+// A reload whose new deployment failed to build although its check passed
+// (the files changed again in between): the previous serving processes go
+// on serving under this process until it is stopped.
+int keep_previous_workers(std::vector<pid_t> previous) {
+    log::error("supervisor: reload failed (see above); the " + std::to_string(previous.size()) +
+               " previous worker process(es) keep serving; fix the deployment and restart m0");
+    supervisor_options so;
+    so.processes = 0;
+    so.previous = std::move(previous);
+    return supervise(so, fork_hooks{}).exit_code;
+}
+
 // server.workers > 1: this process becomes the supervisor of that many
 // serving processes, forked from the deployment built and validated here
-// (the application is imported once and shared copy-on-write). Returns the
-// supervisor's exit code, or, in a serving process, that process's.
-int run_prefork(deployment& d) {
-    if (effective_listener_strategy(listener_strategy::reuseport) == listener_strategy::shared) {
-        std::cerr << "m0: M0_REUSEPORT_WORKERS=0 asks for one shared listener, which needs server.workers: 1 (it is "
-                  << d.cfg.workers << ")\n";
-        return 2;
-    }
+// (the application is imported once and shared copy-on-write). It holds the
+// listening sockets; each process serves on them. Returns the supervisor's
+// exit code, or, in a serving process, that process's.
+int run_prefork(deployment& d, const run_options& options, std::vector<inherited_socket> inherited,
+                std::vector<pid_t> previous) {
     // fork() copies only the calling thread: a thread started while the
     // deployment was built would be missing, with whatever locks it held.
     if (unsigned threads = process_thread_count(); threads > 1) {
         std::cerr << "m0: cannot start " << d.cfg.workers << " worker processes: " << threads - 1
                   << " thread(s) already run in this process (started by a plugin or by the imported application),"
                      " and fork() would not copy them\n";
+        if (!previous.empty()) return keep_previous_workers(std::move(previous));
         return 1;
     }
     std::vector<boost::asio::ip::tcp::endpoint> addresses;
     for (const auto& l : d.cfg.listen) addresses.push_back(l.endpoint);
-    std::unique_ptr<port_reservation> reserved;
+    const auto configured = d.cfg.listener == "shared" ? listener_strategy::shared : listener_strategy::reuseport;
+    std::unique_ptr<listen_sockets> sockets;
+    std::unique_ptr<pid_file> pid;
     try {
-        reserved = std::make_unique<port_reservation>(addresses);
+        sockets = std::make_unique<listen_sockets>(addresses, effective_listener_strategy(configured), d.cfg.workers,
+                                                   d.cfg.threads,
+                                                   scheduler_options{}.backlog, std::move(inherited));
+        if (!d.cfg.pid_file.empty()) pid = std::make_unique<pid_file>(d.cfg.pid_file);
     } catch (const std::exception& e) {
         std::cerr << "m0: cannot start: " << e.what() << "\n";
+        if (!previous.empty()) return keep_previous_workers(std::move(previous));
         return 1;
     }
     for (std::size_t i = 0; i < addresses.size(); ++i) d.cfg.listen[i].endpoint = addresses[i];
@@ -499,8 +663,11 @@ int run_prefork(deployment& d) {
     {
         std::ostringstream line;
         line << "m0 " << M0_VERSION_STRING << " supervisor: " << d.cfg.workers << " worker processes of "
-             << d.cfg.threads << " thread(s) each, " << describe_frontends(d) << ", listening on";
+             << d.cfg.threads << " thread(s) each, " << describe_frontends(d) << ", "
+             << (sockets->strategy() == listener_strategy::shared ? "one shared listener" : "reuseport listeners")
+             << ", listening on";
         for (const auto& a : addresses) line << " " << a;
+        if (!previous.empty()) line << " (reloaded; " << previous.size() << " previous worker process(es) serve until these do)";
         log::info(line.str());
     }
 
@@ -513,21 +680,31 @@ int run_prefork(deployment& d) {
     // processes (they share the table); fork() leaves this thread behind.
     if (d.metrics_server) d.metrics_server->start();
 
+    const std::string exe = own_executable();
     supervisor_options so;
     so.processes = d.cfg.workers;
     so.drain_timeout = d.cfg.drain_timeout;
     so.interactive_drain_timeout = interactive_drain_timeout;
+    so.max_rss = d.cfg.max_rss;
+    so.metrics_slots = d.metrics ? d.metrics->process_count() : 0;
+    so.previous = std::move(previous);
     fork_hooks hooks;
     hooks.before_fork = [&] { d.composed->before_fork(); };
     hooks.after_fork_parent = [&] { d.composed->after_fork_parent(); };
-    hooks.after_fork_child = [&] {
-        reserved->release();
+    hooks.after_fork_child = [&](unsigned) {
         if (d.metrics_server) {
             d.metrics_server->forget_in_child();
             (void)d.metrics_server.release();  // its thread is the supervisor's
         }
+        // Not this process's to remove.
+        (void)pid.release();
         d.composed->after_fork_child();
     };
+    hooks.open_slot = [&](unsigned slot) { sockets->open_slot(slot); };
+    hooks.close_slot = [&](unsigned slot) { sockets->close_slot(slot); };
+    hooks.start_check = [&] { return start_check(exe, options); };
+    hooks.reexec = [&](const std::vector<pid_t>& serving) { reexec(exe, options, *sockets, serving); };
+    hooks.notify = [](std::string_view state) { sd_notify(state); };
     const supervise_result r = supervise(so, hooks);
     if (!r.child) return r.exit_code;
     try {
@@ -536,28 +713,35 @@ int run_prefork(deployment& d) {
         std::cerr << "m0: cannot start: " << e.what() << "\n";
         return 1;
     }
-    return serve(d, process_role{true, r.index, d.cfg.workers});
+    process_role role{true, r.index, r.count, r.metrics_slot, sockets.get()};
+    return serve(d, role);
 }
 
 }  // namespace
 
 int run_server(const run_options& options) {
-    // Signals are taken synchronously by this thread only: block them before
-    // any other thread exists so every thread inherits the mask.
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGTERM);
-    sigaddset(&stop_signals, SIGINT);
-    // SIGUSR1 reopens the access log; unblocked, its default action would kill m0.
-    sigaddset(&stop_signals, SIGUSR1);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    // Signals are taken synchronously by one thread: block them before any
+    // other thread exists so every thread inherits the mask. Each is handled
+    // (docs: README.md, Signals); none keeps its default action, which would
+    // kill m0 without a word for most of them.
+    const sigset_t signals = supervisor_signals();
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     ::signal(SIGPIPE, SIG_IGN);
 
+    std::vector<pid_t> previous = take_previous_workers();
+    std::vector<inherited_socket> inherited;
+    try {
+        inherited = take_inherited_sockets();
+    } catch (const std::exception& e) {
+        std::cerr << "m0: cannot start: " << e.what() << "\n";
+        return 1;
+    }
     deployment d;
     try {
         d = build_deployment(options);
     } catch (const std::exception& e) {
         std::cerr << "m0: " << e.what() << "\n";
+        if (!previous.empty()) return keep_previous_workers(std::move(previous));
         return 2;
     }
     if (options.check_only) {
@@ -581,11 +765,28 @@ int run_server(const run_options& options) {
         setup_telemetry(d);
     } catch (const std::exception& e) {
         std::cerr << "m0: cannot start: " << e.what() << "\n";
+        if (!previous.empty()) return keep_previous_workers(std::move(previous));
         return 1;
     }
-    if (d.cfg.workers > 1) return run_prefork(d);
+    if (d.cfg.workers > 1 || !previous.empty()) return run_prefork(d, options, std::move(inherited), std::move(previous));
+    std::unique_ptr<listen_sockets> sockets;
+    if (!inherited.empty()) {
+        // Socket activation: serve on what systemd passed, bind nothing.
+        std::vector<boost::asio::ip::tcp::endpoint> addresses;
+        for (const auto& l : d.cfg.listen) addresses.push_back(l.endpoint);
+        try {
+            sockets = std::make_unique<listen_sockets>(addresses, listener_strategy::shared, 1, d.cfg.threads,
+                                                       scheduler_options{}.backlog, std::move(inherited));
+        } catch (const std::exception& e) {
+            std::cerr << "m0: cannot start: " << e.what() << "\n";
+            return 1;
+        }
+        for (std::size_t i = 0; i < addresses.size(); ++i) d.cfg.listen[i].endpoint = addresses[i];
+    }
     if (d.metrics_server) d.metrics_server->start();
-    return serve(d, process_role{});
+    process_role role;
+    role.sockets = sockets.get();
+    return serve(d, role);
 }
 
 int list_plugins(const run_options& options) {

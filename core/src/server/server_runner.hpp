@@ -15,9 +15,12 @@ struct run_options {
     std::string config_file;          // empty: defaults only
     std::vector<std::string> sets;    // "key.path=value", applied in order
     bool check_only = false;          // validate, print the effective config, exit
+    // The command line as given (argv[0] first): a reload runs it again,
+    // with --check first, then in place of this process.
+    std::vector<std::string> command_line;
 };
 
-// Serves until SIGTERM/SIGINT; returns the process exit code. Config and
+// Serves until SIGTERM/SIGINT (signals: README.md); returns the process exit code. Config and
 // plugin errors are printed to stderr and give exit code 2; nothing starts.
 // Prefork: returns in the supervisor and in each serving process, each with
 // its own exit code.

@@ -83,8 +83,8 @@ struct metrics_table::totals {
     std::vector<per_mount> mounts;
 };
 
-metrics_table::metrics_table(unsigned processes, unsigned reactors, std::vector<mount_label> mounts)
-    : processes_(processes), reactors_(reactors), mounts_(std::move(mounts)),
+metrics_table::metrics_table(unsigned processes, unsigned reactors, std::vector<mount_label> mounts, unsigned spare)
+    : processes_(processes + spare), listed_(processes), reactors_(reactors), mounts_(std::move(mounts)),
       started_(std::chrono::steady_clock::now()) {
     if (mounts_.empty()) throw std::invalid_argument("metrics_table: no mount");
     stride_ = round_up(sizeof(reactor_slot)) + mounts_.size() * round_up(sizeof(mount_counters));
@@ -247,8 +247,11 @@ std::string metrics_table::status_json() const {
                       ",\"sent_bytes\":" + std::to_string(t.bytes_out) +
                       ",\"proxy_headers_refused\":" + std::to_string(t.proxy_refused) +
                       ",\"forwarded_headers_ignored\":" + std::to_string(t.forwarded_ignored) + ",\"processes\":[";
+    bool first = true;
     for (std::size_t p = 0; p < t.processes.size(); ++p) {
-        if (p) out += ",";
+        if (p >= listed_ && !t.processes[p].pid && !t.processes[p].requests) continue;
+        if (!first) out += ",";
+        first = false;
         out += "{\"index\":" + std::to_string(p) + ",\"pid\":" +
                (t.processes[p].pid ? std::to_string(t.processes[p].pid) : std::string("null")) +
                ",\"requests\":" + std::to_string(t.processes[p].requests) + "}";

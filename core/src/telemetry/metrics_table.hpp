@@ -50,12 +50,16 @@ struct mount_label {
 
 class M0_INTERNAL_API metrics_table {
 public:
-    metrics_table(unsigned processes, unsigned reactors, std::vector<mount_label> mounts);
+    // `spare` more process slots serve the processes that overlap the ones
+    // they replace (a reload, server.max_requests); /status.json lists them
+    // only once used.
+    metrics_table(unsigned processes, unsigned reactors, std::vector<mount_label> mounts, unsigned spare = 0);
     ~metrics_table();
     metrics_table(const metrics_table&) = delete;
     metrics_table& operator=(const metrics_table&) = delete;
 
     reactor_slot& slot(unsigned process, unsigned reactor) const noexcept;
+    unsigned process_count() const noexcept { return processes_; }
     mount_counters& mount(reactor_slot& s, std::size_t index) const noexcept;
     const std::vector<mount_label>& mounts() const noexcept { return mounts_; }
     // The index of the mount with this prefix (a request's script_name).
@@ -75,6 +79,7 @@ private:
     totals sum() const;
 
     unsigned processes_;
+    unsigned listed_;  // slots /status.json lists even when unused
     unsigned reactors_;
     std::vector<mount_label> mounts_;
     std::size_t stride_ = 0;  // bytes per reactor slot with its mounts

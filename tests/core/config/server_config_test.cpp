@@ -199,12 +199,32 @@ BOOST_AUTO_TEST_CASE(workers_are_serving_processes_1_to_256) {
                "inline.yaml:2:12: server.workers: expected an integer in 1..256, found 'many'");
 }
 
-BOOST_AUTO_TEST_CASE(a_shared_listener_needs_one_worker_process) {
-    BOOST_TEST(error_of([] { parse_text("server:\n  workers: 2\n  listener: shared\n"); }) ==
-               "inline.yaml:3:13: server.listener: 'shared' needs one serving process, but server.workers is 2 "
-               "(set server.listener: reuseport, or server.workers: 1)");
+BOOST_AUTO_TEST_CASE(a_shared_listener_serves_any_number_of_worker_processes) {
+    BOOST_TEST(parse_text("server: {workers: 2, listener: shared}").listener == "shared");
     BOOST_TEST(parse_text("server: {workers: 1, listener: shared}").listener == "shared");
     BOOST_TEST(parse_text("server: {workers: 3, listener: reuseport}").workers == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(process_replacement_keys) {
+    const auto config = parse_text("server: {workers: 2, max_requests: 1000, max_requests_jitter: 50, max_rss: 512m}");
+    BOOST_TEST(config.max_requests == 1000u);
+    BOOST_TEST(config.max_requests_jitter == 50u);
+    BOOST_TEST(config.max_rss == 512u * 1024 * 1024);
+    const auto defaults = parse_text("server: {workers: 2}");
+    BOOST_TEST(defaults.max_requests == 0u);
+    BOOST_TEST(defaults.max_rss == 0u);
+    BOOST_TEST(defaults.pid_file.empty());
+    BOOST_TEST(error_of([] { parse_text("server:\n  workers: 2\n  max_requests_jitter: 5\n"); }) ==
+               "inline.yaml:3:24: server.max_requests_jitter: needs server.max_requests (the jitter is added to it)");
+    BOOST_TEST(error_of([] { parse_text("server:\n  max_requests: 100\n"); }) ==
+               "inline.yaml:2:17: server.max_requests: a serving process is replaced by its supervisor, which needs "
+               "server.workers > 1 (it is 1)");
+    BOOST_TEST(error_of([] { parse_text("server:\n  workers: 2\n  max_rss: big\n"); }) ==
+               "inline.yaml:3:12: server.max_rss: expected a size (e.g. 512, 64k, 1m, 2g), found 'big'");
+    BOOST_TEST(error_of([] { parse_text("server:\n  workers: 2\n  max_requests: -1\n"); }).find("server.max_requests") !=
+               std::string::npos);
+    BOOST_TEST(error_of([] { parse_text("server:\n  pid_file: ''\n"); }) ==
+               "inline.yaml:2:13: server.pid_file: expected a file path, found an empty string");
 }
 
 BOOST_AUTO_TEST_CASE(wrong_types_are_refused) {

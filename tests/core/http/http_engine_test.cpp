@@ -391,7 +391,7 @@ BOOST_AUTO_TEST_CASE(drain_closes_idle_and_finishes_in_flight) {
     test_client idle(srv.port());
     idle.send(get("/fixed"));
     BOOST_REQUIRE(idle.read_response());
-    test_client fresh(srv.port());  // never sent a byte
+    test_client fresh(srv.port());  // never sends a byte: closed after a short grace
     test_client busy(srv.port());
     busy.send(get("/delay?ms=200"));
     BOOST_REQUIRE(eventually([&] { return srv.stats().in_flight.load() == 1 && srv.stats().live_connections == 3; }));
@@ -407,6 +407,22 @@ BOOST_AUTO_TEST_CASE(drain_closes_idle_and_finishes_in_flight) {
     BOOST_TEST(eventually([&] { return srv.stats().live_connections.load() == 0; }));
     BOOST_TEST(srv.stats().force_closed.load() == 0u);
     BOOST_TEST(srv.stats().requests.load() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(drain_answers_the_first_request_of_a_connection_accepted_before_it) {
+    // Under load a drain always finds connections accepted whose request is
+    // still on its way: closing them would fail requests a client already sent.
+    test_server srv;
+    test_client fresh(srv.port());
+    BOOST_REQUIRE(eventually([&] { return srv.stats().live_connections.load() == 1; }));
+    srv.drain();
+    fresh.send(get("/fixed"));
+    auto r = fresh.read_response();
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->status == 200);
+    BOOST_TEST(r->get("connection") == "close");
+    BOOST_TEST(fresh.closed_by_peer());
+    BOOST_TEST(srv.stats().requests.load() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(force_close_closes_everything_and_counts) {

@@ -214,12 +214,6 @@ def test_workers_out_of_range_are_a_config_error():
         assert "server.workers: expected an integer in 1..256" in result.stderr
 
 
-def test_a_shared_listener_needs_one_process():
-    result = m0test.run_m0("--config", HELLO, "--set", "server.workers=2", "--set", "server.listener=shared")
-    assert result.returncode == 2
-    assert "server.listener" in result.stderr and "server.workers is 2" in result.stderr
-
-
 def test_pin_cores_gives_each_worker_process_its_own_cores(m0_server):
     # Thread i of process p runs on core (p × threads + i) mod CPUs.
     server = m0_server(HELLO, "--set", "server.workers=2", threads=1)
