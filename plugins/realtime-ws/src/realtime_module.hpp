@@ -31,6 +31,7 @@ public:
     void start_reactor(reactor_context& ctx) override;
     void stop_reactor(reactor_context& ctx) override;
     void stop_serving(serving_context& ctx) override;
+    void report_metrics(metrics_writer& out) const override;
 
 private:
     struct shard {
