@@ -10,6 +10,8 @@
 #include <m0/log.hpp>
 #include <m0/metrics.hpp>
 
+#include "telemetry/signal_free_thread.hpp"
+
 namespace m0::telemetry {
 
 namespace {
@@ -116,12 +118,7 @@ metrics_sampler::metrics_sampler(metrics_table& table, unsigned process, std::ve
 metrics_sampler::~metrics_sampler() { stop(); }
 
 void metrics_sampler::start() {
-    // Signals belong to the serving thread (sigwait): block them here.
-    sigset_t all, previous;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &previous);
-    thread_ = std::thread([this] { run(); });
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    thread_ = start_signal_free_thread([this] { run(); });
 }
 
 void metrics_sampler::stop() {

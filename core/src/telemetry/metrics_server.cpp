@@ -16,6 +16,7 @@
 
 #include "scheduler/listen_socket.hpp"
 #include "telemetry/metrics_table.hpp"
+#include "telemetry/signal_free_thread.hpp"
 #include "telemetry/status_page.hpp"
 
 namespace m0::telemetry {
@@ -75,13 +76,7 @@ metrics_server::~metrics_server() {
 }
 
 void metrics_server::start() {
-    // Signals are the serving thread's (or the supervisor's) to take: a
-    // SIGCHLD or SIGQUIT delivered here would be lost or kill the process.
-    sigset_t all, previous;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &previous);
-    thread_ = std::thread([this] { run(); });
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    thread_ = start_signal_free_thread([this] { run(); });
 }
 
 void metrics_server::forget_in_child() noexcept {

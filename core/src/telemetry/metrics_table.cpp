@@ -496,7 +496,7 @@ void metrics_table::json_executors(const totals& t, std::string& out) const {
             for (std::size_t k = 0; k < bounds.size(); ++k) {
                 cumulative += x.wait[k];
                 if (k) buckets += ",";
-                buckets += "[" + seconds_text(bounds[k]) + "," + std::to_string(cumulative) + "]";
+                buckets.append("[").append(seconds_text(bounds[k])).append(",").append(std::to_string(cumulative)).append("]");
             }
             cumulative += x.wait.back();
             out += "{\"count\":" + std::to_string(cumulative) + ",\"sum\":" + nanoseconds_text(x.wait_sum_ns) +
