@@ -108,3 +108,27 @@ def test_asyncio_loop_lag_shows_a_blocked_loop(m0_server):
     assert (x["name"], x["type"], x["threads"], x["busy"]) == ("default", "asyncio", 1, None)
     assert x["loop_lag_seconds"] >= 0.5
     assert x["queue_wait_seconds"]["count"] == 2
+
+
+PREFORK = f"""
+frontend: {{type: wsgi, app: "log_apps:wsgi_app", chdir: {APPS}}}
+executor: {{type: pool, pool: {{threads: 2, max_threads: 2}}}}
+metrics: {{listen: "127.0.0.1:0"}}
+"""
+
+
+def test_the_supervisor_sums_the_executors_of_every_process(m0_server):
+    server = m0_server(PREFORK, "--workers", "2", env=PYTHON)
+    port = metrics_port(server)
+    lane = {"executor": "default", "type": "pool"}
+
+    def pool_threads():
+        found = samples(port)
+        return sum(value(found, "m0_executor_threads", state=s, **lane) for s in ("busy", "idle", "parked"))
+    # Two processes of two pool threads each.
+    server.wait_until(lambda: pool_threads() == 4, what="four pool threads over two processes")
+    for _ in range(10):
+        assert m0test.request(server.port, path="/").status == 201
+    server.wait_until(lambda: value(samples(port), "m0_executor_jobs_done_total", **lane) == 10,
+                      what="ten jobs done over the processes")
+    assert value(samples(port), "m0_executor_queue_wait_seconds_count", **lane) == 10
