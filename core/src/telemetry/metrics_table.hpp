@@ -69,6 +69,10 @@ struct plugin_series {
     std::atomic<double> value{0};
 };
 
+// The table lives in memory shared between processes: only lock-free
+// atomics work there.
+static_assert(std::atomic<double>::is_always_lock_free && std::atomic<std::uint64_t>::is_always_lock_free);
+
 struct plugin_series_table {
     static constexpr std::size_t capacity = 128;
     std::atomic<std::uint32_t> count{0};  // entries published; the sampler is the only writer

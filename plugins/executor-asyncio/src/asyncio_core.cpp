@@ -172,6 +172,9 @@ std::int64_t now_ns() noexcept {
         .count();
 }
 
+// How long stats() reports a lag after it was measured.
+constexpr std::int64_t lag_memory_ns = 10'000'000'000;
+
 executor_stats asyncio_core::stats() const {
     executor_stats st;
     st.threads = loops_.size();
@@ -192,9 +195,11 @@ executor_stats asyncio_core::stats() const {
         for (std::size_t b = 0; b < wait.buckets.size(); ++b)
             wait.buckets[b] += l->wait[b].load(std::memory_order_relaxed);
         wait.sum_ns += l->wait_sum_ns.load(std::memory_order_relaxed);
-        // A wake the loop has not got to yet counts as it stands: a loop
-        // blocked by a coroutine shows its lag while it is blocked.
-        lag = std::max(lag, l->lag_last_ns.load(std::memory_order_relaxed));
+        // The last lag measured, if recent: a loop without work for a while
+        // has none. A wake the loop has not got to yet counts as it stands:
+        // a loop blocked by a coroutine shows its lag while it is blocked.
+        if (now - l->lag_at_ns.load(std::memory_order_relaxed) <= lag_memory_ns)
+            lag = std::max(lag, l->lag_last_ns.load(std::memory_order_relaxed));
         if (const auto woken = l->wake_at_ns.load(std::memory_order_relaxed); woken != 0)
             lag = std::max(lag, now - woken);
     }
@@ -221,8 +226,10 @@ void asyncio_core::drain(loop_state& loop) noexcept {
     loop.wake.wait(std::chrono::nanoseconds(0));  // consume the eventfd
     loop.wake_pending.exchange(false);            // clear, then look: see wake_loop
     if (const auto woken = loop.wake_at_ns.exchange(0, std::memory_order_relaxed); woken != 0) {
-        const auto lag = std::max<std::int64_t>(0, now_ns() - woken);
+        const auto now = now_ns();
+        const auto lag = std::max<std::int64_t>(0, now - woken);
         loop.lag_last_ns.store(lag, std::memory_order_relaxed);
+        loop.lag_at_ns.store(now, std::memory_order_relaxed);
         if (lag > loop.lag_max_ns.load(std::memory_order_relaxed))
             loop.lag_max_ns.store(lag, std::memory_order_relaxed);  // the loop thread is its only writer
     }

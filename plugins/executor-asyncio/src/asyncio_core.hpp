@@ -72,6 +72,7 @@ struct loop_state {
     // long the loop took to get to reactors' work). Stats only: relaxed.
     std::atomic<std::int64_t> wake_at_ns{0};      // set by the waking pusher
     std::atomic<std::int64_t> lag_last_ns{0};
+    std::atomic<std::int64_t> lag_at_ns{0};       // when lag_last_ns was measured
     std::atomic<std::int64_t> lag_max_ns{0};
     std::atomic<std::uint64_t> wakes{0};          // eventfd writes
     // Queue wait of the jobs this loop started (submit to run()); the loop
