@@ -140,6 +140,6 @@ BOOST_AUTO_TEST_CASE(an_executor_without_stats_has_no_series) {
     serving_hooks nothing;
     table.process_started(0, static_cast<int>(::getpid()));
     metrics_sampler(table, 0, {&ex}, nothing).sample();
-    BOOST_TEST(!contains(table.prometheus(), "m0_executor_"));
+    BOOST_TEST(!contains(table.prometheus(), "type=\"custom\""));  // no executor-labelled series
     BOOST_TEST(contains(table.status_json(), "\"executors\":[{\"name\":\"default\",\"type\":\"custom\",\"threads\":null,"));
 }
