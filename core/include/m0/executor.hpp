@@ -17,10 +17,13 @@
 //    thread that may still touch them: an executor thread can be pushing a
 //    completion when the reactor sees its last job complete and exits.
 // Swapping the executor must not change a line of frontend code.
+#include <array>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include <m0/api.hpp>
@@ -138,10 +141,47 @@ struct thread_hooks {
     std::function<void()> on_stop;
 };
 
+// Time from submit to a thread starting the job, as a histogram: per bucket
+// (not cumulative), the last bucket above the last bound.
+struct queue_wait_histogram {
+    static constexpr std::array<std::uint64_t, 16> bounds_us = {
+        10, 50, 100, 250, 500, 1'000, 2'500, 5'000, 10'000, 25'000, 50'000, 100'000, 250'000, 1'000'000,
+        2'500'000, 10'000'000};
+    std::array<std::uint64_t, bounds_us.size() + 1> buckets{};
+    std::uint64_t sum_ns = 0;
+
+    // The bucket of a wait of `ns` nanoseconds.
+    static std::size_t bucket_of(std::uint64_t ns) noexcept {
+        std::size_t i = 0;
+        while (i < bounds_us.size() && ns > bounds_us[i] * 1000) ++i;
+        return i;
+    }
+};
+
+// What an executor knows about itself, for /metrics and /status.json. Every
+// field is optional: an executor reports what it can (nullopt: unknown).
+// Counters (jobs_done, queue_wait) only grow over the executor's life.
+struct executor_stats {
+    std::optional<std::uint64_t> threads;         // threads that run jobs
+    std::optional<std::uint64_t> threads_busy;    // of them, inside a job now
+    std::optional<std::uint64_t> threads_parked;  // of them, blocked waiting for work
+    std::optional<std::uint64_t> queue_depth;     // jobs submitted and not started yet
+    std::optional<std::uint64_t> jobs_done;       // jobs run to their end
+    std::optional<queue_wait_histogram> queue_wait;
+    // Event-loop executors: how late the loop gets to work it was woken for
+    // (the largest of its loops).
+    std::optional<std::chrono::nanoseconds> loop_lag;
+};
+
 class executor {
 public:
     virtual ~executor() = default;
     virtual std::string_view name() const = 0;
+    // Any thread (the metrics sampler, a few times a second), while the
+    // executor runs and after it stopped: plain reads of counters the
+    // executor keeps anyway, never a lock its job path takes. The default
+    // knows nothing.
+    virtual executor_stats stats() const { return {}; }
     // Before start(). May be called several times; hooks run in that order.
     virtual void add_thread_hooks(thread_hooks hooks) = 0;
     virtual void start() = 0;

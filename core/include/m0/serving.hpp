@@ -3,6 +3,7 @@
 // process, once per reactor thread, and around fork().
 #include <m0/api.hpp>
 #include <m0/executor.hpp>
+#include <m0/metrics.hpp>
 #include <m0/reactor.hpp>
 
 namespace m0 {
@@ -44,6 +45,11 @@ public:
     // Main thread, once per serving process, after the drain and before the
     // executors stop: release producers that wait on reactors now gone.
     virtual void stop_serving(serving_context& ctx) {}
+    // With `metrics.listen`: the serving process's metrics sampler thread,
+    // a few times a second between start_serving and stop_serving. Report
+    // the plugin's numbers (m0/metrics.hpp) from counters it keeps anyway:
+    // relaxed atomic reads, never a lock the request path takes.
+    virtual void report_metrics(metrics_writer& out) const {}
     // Prefork (server.workers > 1): the supervisor forks the serving processes
     // from its main thread while no other thread exists. before_fork runs just
     // before each fork(); then after_fork_parent in the supervisor (also when

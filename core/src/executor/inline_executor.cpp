@@ -3,6 +3,8 @@
 // against, and the right choice for native handlers that never block.
 #include <m0/executor.hpp>
 
+#include <atomic>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -62,10 +64,16 @@ struct deferred_inline_port final : completion_port {
     job* owner;
 };
 
+// Jobs a lane ran to their end: written by its reactor alone (a load and a
+// store), read by the executor's stats().
+using done_counter = std::atomic<std::uint64_t>;
+
 class inline_lane final : public executor_lane, private completion_port {
 public:
-    inline_lane(std::shared_ptr<const hook_list> hooks, std::shared_ptr<reactor_waker> waker)
-        : hooks_(std::move(hooks)), returns_(std::make_shared<inline_returns>(std::move(waker))) {}
+    inline_lane(std::shared_ptr<const hook_list> hooks, std::shared_ptr<reactor_waker> waker,
+                std::shared_ptr<done_counter> done)
+        : hooks_(std::move(hooks)), returns_(std::make_shared<inline_returns>(std::move(waker))),
+          done_(std::move(done)) {}
 
     ~inline_lane() override {
         if (hooks_started_) {
@@ -89,6 +97,7 @@ public:
         j->run(*this);
         j->complete(false);
         --in_flight_;
+        count_done();
     }
 
     std::size_t poll_completions() override {
@@ -105,6 +114,7 @@ public:
                 e.done->complete(false);
                 delete e.done;
                 --in_flight_;
+                count_done();
             }
         }
         return batch.size();
@@ -131,6 +141,8 @@ public:
     }
 
 private:
+    void count_done() noexcept { done_->store(done_->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+
     // A job that finishes when run() returns runs on this very reactor
     // thread, so a task it posts can run at once: in order, before
     // complete(), and a streamed chunk reaches the socket while the job is
@@ -140,6 +152,7 @@ private:
 
     std::shared_ptr<const hook_list> hooks_;
     std::shared_ptr<inline_returns> returns_;
+    const std::shared_ptr<done_counter> done_;
     std::size_t in_flight_ = 0;
     bool hooks_started_ = false;
 };
@@ -150,12 +163,31 @@ public:
     void add_thread_hooks(thread_hooks hooks) override { hooks_->hooks.push_back(std::move(hooks)); }
     void start() override {}
     std::unique_ptr<executor_lane> make_lane(std::shared_ptr<reactor_waker> waker) override {
-        return std::make_unique<inline_lane>(hooks_, std::move(waker));
+        auto done = std::make_shared<done_counter>(0);
+        {
+            std::lock_guard lock(lanes_mutex_);
+            done_.push_back(done);
+        }
+        return std::make_unique<inline_lane>(hooks_, std::move(waker), std::move(done));
     }
     unsigned stop(std::chrono::milliseconds) override { return 0; }
 
+    // Jobs run on the reactor that submits them: nothing ever queues, and the
+    // threads are the reactors (counted as such, not here).
+    executor_stats stats() const override {
+        executor_stats st;
+        st.queue_depth = 0;
+        std::uint64_t done = 0;
+        std::lock_guard lock(lanes_mutex_);
+        for (const auto& d : done_) done += d->load(std::memory_order_relaxed);
+        st.jobs_done = done;
+        return st;
+    }
+
 private:
     std::shared_ptr<hook_list> hooks_ = std::make_shared<hook_list>();
+    mutable std::mutex lanes_mutex_;  // make_lane (main thread) against stats()
+    std::vector<std::shared_ptr<done_counter>> done_;
 };
 
 }  // namespace

@@ -666,8 +666,8 @@ void session::finish_response() {
 
 void session::record_response() {
     telemetry::response_record r;
-    r.req = &active_->req();
-    r.remote = r.req->remote;
+    r.req = released_req_ ? released_req_ : &active_->req();
+    r.remote = r.req->remote;  // the client as resolved (PROXY header, forwarding headers)
     r.status = resp_.status;
     r.body_bytes = resp_.body_bytes;
     r.duration = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - dispatched_at_);
@@ -753,14 +753,18 @@ void session::notify_drain() {
 }
 
 void session::released(exchange_impl& ex, std::unique_ptr<request_data> data) noexcept {
-    if (active_ == &ex) {
-        // The handler dropped the exchange without finishing the response.
+    if (active_ == &ex && data) {
+        // The handler dropped the exchange without finishing the response
+        // (a held response whose client left, say). The exchange has handed
+        // its request over: the access log and metrics read it from here.
+        released_req_ = &data->req;
         if (!resp_.begun && !closed_) {
             static const std::vector<response_header> no_headers;
             respond(ex, 500, no_headers, std::string());
         } else {
             abort(ex);
         }
+        released_req_ = nullptr;
     }
     if (data && !spare_) {
         data->clear();

@@ -176,6 +176,9 @@ private:
     request_recorder* const recorder_;  // null: no access log, no metrics
     clock::time_point dispatched_at_;   // of the active exchange, when recorded
     std::vector<std::string> captured_headers_;  // response header values the access log asks for
+    // While released() ends the response of an exchange being destroyed: its
+    // request, which the exchange no longer holds (for record_response).
+    const request* released_req_ = nullptr;
     boost::asio::ip::tcp::socket socket_;
     boost::asio::steady_timer timer_;
     boost::asio::ip::tcp::endpoint remote_;  // the socket's peer, or the PROXY header's source

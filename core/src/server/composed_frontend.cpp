@@ -79,6 +79,10 @@ void composed_frontend::stop_reactor(reactor_context& ctx) {
     for (auto it = modules_.rbegin(); it != modules_.rend(); ++it) (*it)->stop_reactor(ctx);
 }
 
+void composed_frontend::report_metrics(metrics_writer& out) const {
+    for (const auto* p : parts_) p->report_metrics(out);
+}
+
 void composed_frontend::stop_serving(serving_context& ctx) {
     for (std::size_t i = started_; i-- > 0;) {
         try {

@@ -44,6 +44,7 @@ public:
     void start_reactor(reactor_context& ctx) override;
     void stop_reactor(reactor_context& ctx) override;
     void stop_serving(serving_context& ctx) override;
+    void report_metrics(metrics_writer& out) const override;
     void before_fork() override;
     void after_fork_parent() override;
     void after_fork_child() override;

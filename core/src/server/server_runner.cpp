@@ -44,6 +44,7 @@
 #include "server/supervisor.hpp"
 #include "telemetry/access_log_format.hpp"
 #include "telemetry/access_log_sink.hpp"
+#include "telemetry/metrics_sampler.hpp"
 #include "telemetry/metrics_server.hpp"
 #include "telemetry/metrics_table.hpp"
 #include "telemetry/request_recorder.hpp"
@@ -182,17 +183,22 @@ void build_frontends(deployment& d, const config_node& root) {
     }
 }
 
+// An executor's name as logs and metrics give it: from `executors:`,
+// "default", or for a mount's unnamed executor its mount's prefix.
+std::string executor_name(const deployment& d, std::size_t index) {
+    std::string name = d.executor_specs[index].name;
+    for (const auto& f : d.frontends)
+        if (name.empty() && f.executor == index) name = f.prefix.empty() ? "/" : f.prefix;
+    return name;
+}
+
 // "executor pool" or "executors app=pool /static=inline", for the start-up
-// line; a mount's unnamed executor goes by its mount.
+// line.
 std::string describe_executors(const deployment& d) {
     if (d.executors.size() == 1) return "executor " + std::string(d.executors.front()->name());
     std::string out = "executors";
-    for (std::size_t i = 0; i < d.executors.size(); ++i) {
-        std::string name = d.executor_specs[i].name;
-        for (const auto& f : d.frontends)
-            if (name.empty() && f.executor == i) name = f.prefix.empty() ? "/" : f.prefix;
-        out += " " + name + "=" + std::string(d.executors[i]->name());
-    }
+    for (std::size_t i = 0; i < d.executors.size(); ++i)
+        out.append(" ").append(executor_name(d, i)).append("=").append(d.executors[i]->name());
     return out;
 }
 
@@ -290,10 +296,15 @@ void setup_telemetry(deployment& d) {
     // A supervisor's processes overlap those they replace (a reload doubles
     // them for a moment), and SIGTTIN adds some: room for those too.
     const unsigned spare = d.cfg.workers > 1 ? d.cfg.workers + 4 : 0;
-    d.metrics = std::make_unique<telemetry::metrics_table>(d.cfg.workers, d.cfg.threads, std::move(mounts), spare);
+    std::vector<telemetry::executor_label> executors;
+    for (std::size_t i = 0; i < d.executor_specs.size(); ++i)
+        executors.push_back({executor_name(d, i), d.executor_specs[i].type});
+    d.metrics = std::make_unique<telemetry::metrics_table>(d.cfg.workers, d.cfg.threads, std::move(mounts),
+                                                           std::move(executors), spare);
     d.metrics_server = std::make_unique<telemetry::metrics_server>(d.cfg.metrics_listen->endpoint, *d.metrics);
     std::ostringstream line;
-    line << "metrics: /metrics and /status.json on http://" << d.cfg.metrics_listen->endpoint;
+    line << "metrics: /metrics and /status.json on http://" << d.cfg.metrics_listen->endpoint
+         << " (live page: /status)";
     log::info(line.str());
 }
 
@@ -426,6 +437,7 @@ int serve(deployment& d, const process_role& role) {
     };
 
     std::unique_ptr<scheduler> sched;
+    std::unique_ptr<telemetry::metrics_sampler> sampler;
     bool serving_started = false;
     try {
         if (d.access_format) access_sink = std::make_unique<telemetry::access_log_sink>(d.cfg.access_log_file);
@@ -435,8 +447,16 @@ int serve(deployment& d, const process_role& role) {
         serving_started = true;
         sched = std::make_unique<scheduler>(*d.composed, executor_pointers(d), so);
         sched->start();
+        if (d.metrics) {
+            std::vector<const executor*> executors;
+            for (const auto& ex : d.executors) executors.push_back(ex.get());
+            sampler = std::make_unique<telemetry::metrics_sampler>(*d.metrics, role.index, std::move(executors),
+                                                                   *d.composed);
+            sampler->start();
+        }
     } catch (const std::exception& e) {
         std::cerr << "m0: cannot start: " << e.what() << "\n";
+        sampler.reset();
         sched.reset();
         if (serving_started) d.composed->stop_serving(sc);
         stop_executors(d);
@@ -489,6 +509,8 @@ int serve(deployment& d, const process_role& role) {
         }
     }
     if (!role.supervised) sd_notify("STOPPING=1");
+    // Ends the /status streams once every serving process drains.
+    if (d.metrics) d.metrics->process_draining(role.index);
     std::chrono::milliseconds timeout = d.cfg.drain_timeout;
     if (first == SIGINT) timeout = std::min(interactive_drain_timeout, d.cfg.drain_timeout);
     if (first == hard_stop_signal && role.supervised) timeout = std::chrono::milliseconds::zero();
@@ -525,6 +547,7 @@ int serve(deployment& d, const process_role& role) {
         sched->shutdown();
     }
     drainer.join();
+    if (sampler) sampler->stop();  // a last sample, while executors and plugins still run
     print_reports(reports);
     unsigned crashed = sched->crashed_worker_count();
     sched.reset();

@@ -12,6 +12,8 @@
 
 #include <m0/log.hpp>
 
+#include "telemetry/signal_free_thread.hpp"
+
 namespace m0::telemetry {
 
 access_log_sink::access_log_sink(std::string path) : path_(std::move(path)) {
@@ -22,12 +24,7 @@ access_log_sink::access_log_sink(std::string path) : path_(std::move(path)) {
         if (fd_ < 0)
             throw std::runtime_error("cannot open access log '" + path_ + "': " + std::strerror(errno));
     }
-    // Signals are the serving thread's to take.
-    sigset_t all, previous;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &previous);
-    writer_ = std::thread([this] { run(); });
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    writer_ = start_signal_free_thread([this] { run(); });
 }
 
 access_log_sink::~access_log_sink() {

@@ -1,12 +1,21 @@
 #pragma once
-// The metrics listener (`metrics.listen`): /metrics (Prometheus text format)
-// and /status.json, summed over the metrics table. It runs on a thread of its
-// own, never on a reactor, so a scrape costs the reactors nothing but the
-// relaxed counter adds they make anyway. One connection at a time, each
-// closed after its answer, with short socket timeouts: a scraper, not the
-// public, talks to it.
-#include <atomic>
+// The metrics listener (`metrics.listen`): /metrics (Prometheus text format),
+// /status.json, the live /status page and its /status/stream (Server-Sent
+// Events, one status.json snapshot per second), summed over the metrics
+// table. It runs on a thread of its own, never on a reactor, so a scrape
+// costs the reactors nothing but the relaxed counter adds they make anyway.
+// One poll loop over non-blocking sockets: a held stream never delays a
+// scrape. Answers close their connection; a request has 2 s to arrive and an
+// answer 10 s to leave; at most max_connections at a time; a stream whose
+// reader falls 1 MiB behind is dropped. Streams end once the deployment
+// drains.
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
 
@@ -18,6 +27,9 @@ class metrics_table;
 
 class M0_INTERNAL_API metrics_server {
 public:
+    static constexpr std::chrono::seconds stream_interval{1};
+    static constexpr std::size_t max_connections = 64;
+
     // Binds and listens at once (a busy address is a start-up error,
     // std::system_error); a port 0 is resolved into `address`.
     metrics_server(boost::asio::ip::tcp::endpoint& address, const metrics_table& table);
@@ -31,13 +43,22 @@ public:
     void forget_in_child() noexcept;
 
 private:
+    struct connection;
+    using clock = std::chrono::steady_clock;
+
     void run();
-    void serve_one(int fd);
+    void accept_all();
+    void on_readable(connection& c);
+    void on_writable(connection& c);
+    void dispatch(connection& c);
+    void tick_streams();
 
     const metrics_table& table_;
     int listen_fd_ = -1;
     int stop_fd_ = -1;  // eventfd: wakes the thread's poll to stop
     std::thread thread_;
+    std::vector<std::unique_ptr<connection>> connections_;  // the thread's own
+    clock::time_point next_tick_{};
 };
 
 }  // namespace m0::telemetry

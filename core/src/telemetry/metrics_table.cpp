@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -59,6 +60,35 @@ std::string json_string(std::string_view s) {
     return out + "\"";
 }
 
+// A plugin's value: integers as integers (counters stay exact past 1e6).
+std::string number_text(double v) {
+    char buf[40];
+    if (v == static_cast<double>(static_cast<long long>(v)) && v > -9e15 && v < 9e15)
+        std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+    else
+        std::snprintf(buf, sizeof buf, "%.9g", v);
+    return buf;
+}
+
+std::string nanoseconds_text(std::uint64_t ns) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(ns) / 1e9);
+    return buf;
+}
+
+// The label pairs of a plugin series as stored: name=value, each ended by \x1f.
+template <class F>
+void for_each_label(std::string_view stored, F&& fn) {
+    while (!stored.empty()) {
+        const auto end = stored.find('\x1f');
+        const std::string_view pair = stored.substr(0, end);
+        const auto eq = pair.find('=');
+        if (eq != std::string_view::npos) fn(pair.substr(0, eq), pair.substr(eq + 1));
+        if (end == std::string_view::npos) break;
+        stored.remove_prefix(end + 1);
+    }
+}
+
 }  // namespace
 
 struct metrics_table::totals {
@@ -81,32 +111,55 @@ struct metrics_table::totals {
         }
     };
     std::vector<per_mount> mounts;
+    struct per_executor {
+        std::uint32_t known = 0;
+        std::uint64_t threads = 0, busy = 0, parked = 0, queue_depth = 0, jobs_done = 0, wait_sum_ns = 0;
+        std::int64_t loop_lag_ns = 0;
+        std::array<std::uint64_t, queue_wait_histogram::bounds_us.size() + 1> wait{};
+        bool has(std::uint32_t field) const { return (known & field) != 0; }
+    };
+    std::vector<per_executor> executors;
+    struct series {
+        std::string name, labels, help;  // labels as stored: name=value pairs, each ended by \x1f
+        plugin_series::kind_t kind;
+        double value = 0;
+    };
+    std::vector<series> plugins;
 };
 
-metrics_table::metrics_table(unsigned processes, unsigned reactors, std::vector<mount_label> mounts, unsigned spare)
+metrics_table::metrics_table(unsigned processes, unsigned reactors, std::vector<mount_label> mounts,
+                             std::vector<executor_label> executors, unsigned spare)
     : processes_(processes + spare), listed_(processes), reactors_(reactors), mounts_(std::move(mounts)),
+      executors_(std::move(executors)),
       started_(std::chrono::steady_clock::now()) {
     if (mounts_.empty()) throw std::invalid_argument("metrics_table: no mount");
     stride_ = round_up(sizeof(reactor_slot)) + mounts_.size() * round_up(sizeof(mount_counters));
-    const std::size_t pid_bytes = round_up(sizeof(std::atomic<int>) * processes_);
-    size_ = pid_bytes + stride_ * processes_ * reactors_;
+    // Layout: process heads, reactor slots, executor slots, plugin series tables.
+    const std::size_t head_bytes = round_up(sizeof(process_head) * processes_);
+    const std::size_t slot_bytes = stride_ * processes_ * reactors_;
+    const std::size_t executor_bytes = round_up(sizeof(executor_slot) * processes_ * executors_.size());
+    const std::size_t plugin_bytes = sizeof(plugin_series_table) * processes_;
+    size_ = head_bytes + slot_bytes + executor_bytes + plugin_bytes;
     // Shared and anonymous: inherited by every forked serving process.
     void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::runtime_error(std::string("cannot map the metrics table: ") + std::strerror(errno));
-    base_ = static_cast<char*>(p);
-    pids_ = reinterpret_cast<std::atomic<int>*>(base_);
-    for (unsigned i = 0; i < processes_; ++i) new (&pids_[i]) std::atomic<int>(0);
-    char* slots = base_ + pid_bytes;
+    mapping_ = static_cast<char*>(p);
+    heads_ = reinterpret_cast<process_head*>(mapping_);
+    for (unsigned i = 0; i < processes_; ++i) new (&heads_[i]) process_head();
+    base_ = mapping_ + head_bytes;
     for (unsigned i = 0; i < processes_ * reactors_; ++i) {
-        char* s = slots + i * stride_;
+        char* s = base_ + i * stride_;
         new (s) reactor_slot();
         for (std::size_t m = 0; m < mounts_.size(); ++m)
             new (s + round_up(sizeof(reactor_slot)) + m * round_up(sizeof(mount_counters))) mount_counters();
     }
-    base_ = slots;  // pids_ keeps the head of the mapping
+    executor_slots_ = reinterpret_cast<executor_slot*>(base_ + slot_bytes);
+    for (std::size_t i = 0; i < processes_ * executors_.size(); ++i) new (&executor_slots_[i]) executor_slot();
+    plugin_tables_ = reinterpret_cast<plugin_series_table*>(base_ + slot_bytes + executor_bytes);
+    for (unsigned i = 0; i < processes_; ++i) new (&plugin_tables_[i]) plugin_series_table();
 }
 
-metrics_table::~metrics_table() { ::munmap(reinterpret_cast<char*>(pids_), size_); }
+metrics_table::~metrics_table() { ::munmap(mapping_, size_); }
 
 reactor_slot& metrics_table::slot(unsigned process, unsigned reactor) const noexcept {
     return *reinterpret_cast<reactor_slot*>(base_ + (process * reactors_ + reactor) * stride_);
@@ -117,39 +170,70 @@ mount_counters& metrics_table::mount(reactor_slot& s, std::size_t index) const n
                                               index * round_up(sizeof(mount_counters)));
 }
 
+executor_slot& metrics_table::executor(unsigned process, std::size_t index) const noexcept {
+    return executor_slots_[process * executors_.size() + index];
+}
+
+plugin_series_table& metrics_table::plugin_series_of(unsigned process) const noexcept {
+    return plugin_tables_[process];
+}
+
 std::size_t metrics_table::mount_index(std::string_view prefix) const noexcept {
     for (std::size_t i = 0; i < mounts_.size(); ++i)
         if (mounts_[i].prefix == prefix) return i;
     return 0;
 }
 
-void metrics_table::process_started(unsigned process, int pid) noexcept {
+void metrics_table::clear_gauges(unsigned process) noexcept {
     for (unsigned r = 0; r < reactors_; ++r) {
         auto& s = slot(process, r).stats;
         s.live_connections.store(0, std::memory_order_relaxed);
         s.in_flight.store(0, std::memory_order_relaxed);
         s.executor_jobs.store(0, std::memory_order_relaxed);
     }
-    pids_[process].store(pid, std::memory_order_release);
+    for (std::size_t e = 0; e < executors_.size(); ++e) {
+        auto& x = executor(process, e);
+        for (auto* g : {&x.threads, &x.busy, &x.parked, &x.queue_depth}) g->store(0, std::memory_order_relaxed);
+        x.loop_lag_ns.store(0, std::memory_order_relaxed);
+    }
+}
+
+void metrics_table::process_started(unsigned process, int pid) noexcept {
+    clear_gauges(process);
+    heads_[process].draining.store(false, std::memory_order_relaxed);
+    heads_[process].pid.store(pid, std::memory_order_release);
 }
 
 void metrics_table::process_ended(unsigned process) noexcept {
-    pids_[process].store(0, std::memory_order_release);
-    for (unsigned r = 0; r < reactors_; ++r) {
-        auto& s = slot(process, r).stats;
-        s.live_connections.store(0, std::memory_order_relaxed);
-        s.in_flight.store(0, std::memory_order_relaxed);
-        s.executor_jobs.store(0, std::memory_order_relaxed);
+    heads_[process].pid.store(0, std::memory_order_release);
+    clear_gauges(process);
+}
+
+void metrics_table::process_draining(unsigned process) noexcept {
+    heads_[process].draining.store(true, std::memory_order_release);
+}
+
+bool metrics_table::deployment_draining() const noexcept {
+    bool any = false;
+    for (unsigned p = 0; p < processes_; ++p) {
+        const bool draining = heads_[p].draining.load(std::memory_order_acquire);
+        const int pid = heads_[p].pid.load(std::memory_order_acquire);
+        if (draining)
+            any = true;
+        else if (pid != 0 && ::kill(pid, 0) == 0)
+            return false;
     }
+    return any;
 }
 
 metrics_table::totals metrics_table::sum() const {
     totals t;
     t.mounts.resize(mounts_.size());
+    t.executors.resize(executors_.size());
     for (unsigned p = 0; p < processes_; ++p) {
         // A process killed outright leaves its gauges behind: they count
         // only while its pid is alive (the supervisor reaps it at once).
-        const int pid = pids_[p].load(std::memory_order_acquire);
+        const int pid = heads_[p].pid.load(std::memory_order_acquire);
         const bool alive = pid != 0 && ::kill(pid, 0) == 0;
         if (alive) ++t.processes_alive;
         auto& proc = t.processes.emplace_back();
@@ -175,8 +259,44 @@ metrics_table::totals metrics_table::sum() const {
                 into.latency_sum_us += load(c.latency_sum_us);
             }
         }
+        sum_executors(p, alive, t);
+        sum_plugin_series(p, alive, t);
     }
     return t;
+}
+
+// Gauges of the processes alive, summed (the loop lag: the largest);
+// counters of every process that ever served in the slot.
+void metrics_table::sum_executors(unsigned p, bool alive, totals& t) const {
+    for (std::size_t e = 0; e < executors_.size(); ++e) {
+        const auto& x = executor(p, e);
+        auto& into = t.executors[e];
+        into.known |= x.known.load(std::memory_order_relaxed);
+        into.jobs_done += load(x.jobs_done);
+        for (std::size_t b = 0; b < into.wait.size(); ++b) into.wait[b] += load(x.wait[b]);
+        into.wait_sum_ns += load(x.wait_sum_ns);
+        if (!alive) continue;
+        into.threads += load(x.threads);
+        into.busy += load(x.busy);
+        into.parked += load(x.parked);
+        into.queue_depth += load(x.queue_depth);
+        into.loop_lag_ns = std::max(into.loop_lag_ns, x.loop_lag_ns.load(std::memory_order_relaxed));
+    }
+}
+
+// Series of the same name and labels are one, whatever process reported them.
+void metrics_table::sum_plugin_series(unsigned p, bool alive, totals& t) const {
+    const auto& table = plugin_series_of(p);
+    const std::uint32_t n = std::min<std::uint32_t>(table.count.load(std::memory_order_acquire),
+                                                    plugin_series_table::capacity);
+    for (std::uint32_t i = 0; i < n; ++i) {
+        const auto& e = table.entries[i];
+        const double v = e.value.load(std::memory_order_relaxed);
+        auto it = std::find_if(t.plugins.begin(), t.plugins.end(),
+                               [&](const totals::series& s) { return s.name == e.name && s.labels == e.labels; });
+        if (it == t.plugins.end()) it = t.plugins.insert(t.plugins.end(), {e.name, e.labels, e.help, e.kind, 0});
+        if (e.kind == plugin_series::counter || alive) it->value += v;
+    }
 }
 
 std::string metrics_table::prometheus() const {
@@ -229,7 +349,93 @@ std::string metrics_table::prometheus() const {
            "Requests whose malformed forwarding headers from a trusted proxy were ignored.", t.forwarded_ignored);
     single("m0_worker_processes", "gauge", "Serving processes running now.", t.processes_alive);
     single("m0_reactor_threads", "gauge", "Reactor threads per serving process.", reactors_);
+    prometheus_executors(t, out);
+    prometheus_plugins(t, out);
     return out;
+}
+
+void metrics_table::prometheus_executors(const totals& t, std::string& out) const {
+    auto labels = [&](std::size_t e) {
+        return "executor=\"" + label_value(executors_[e].name) + "\",type=\"" + label_value(executors_[e].type) + "\"";
+    };
+    // A family is written only when some executor reports it.
+    auto family = [&](std::uint32_t field, std::string_view name, std::string_view type, std::string_view help,
+                      auto&& body) {
+        bool any = false;
+        for (const auto& x : t.executors) any = any || x.has(field);
+        if (!any) return;
+        out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+        out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+        for (std::size_t e = 0; e < t.executors.size(); ++e)
+            if (t.executors[e].has(field)) body(e, t.executors[e]);
+    };
+    using f = executor_slot::field;
+    family(f::has_busy, "m0_executor_threads", "gauge",
+           "Executor threads by state: busy (in a job), parked (blocked waiting for work), idle (neither).",
+           [&](std::size_t e, const totals::per_executor& x) {
+               const std::uint64_t idle = x.threads > x.busy + x.parked ? x.threads - x.busy - x.parked : 0;
+               out += "m0_executor_threads{" + labels(e) + ",state=\"busy\"} " + std::to_string(x.busy) + "\n";
+               out += "m0_executor_threads{" + labels(e) + ",state=\"idle\"} " + std::to_string(idle) + "\n";
+               out += "m0_executor_threads{" + labels(e) + ",state=\"parked\"} " + std::to_string(x.parked) + "\n";
+           });
+    family(f::has_queue_depth, "m0_executor_queue_depth", "gauge", "Jobs submitted and not started yet.",
+           [&](std::size_t e, const totals::per_executor& x) {
+               out += "m0_executor_queue_depth{" + labels(e) + "} " + std::to_string(x.queue_depth) + "\n";
+           });
+    family(f::has_jobs_done, "m0_executor_jobs_done_total", "counter", "Jobs run to their end.",
+           [&](std::size_t e, const totals::per_executor& x) {
+               out += "m0_executor_jobs_done_total{" + labels(e) + "} " + std::to_string(x.jobs_done) + "\n";
+           });
+    family(f::has_queue_wait, "m0_executor_queue_wait_seconds", "histogram",
+           "Time from a job's submit to a thread starting it.", [&](std::size_t e, const totals::per_executor& x) {
+               std::uint64_t cumulative = 0;
+               const auto& bounds = queue_wait_histogram::bounds_us;
+               for (std::size_t k = 0; k < bounds.size(); ++k) {
+                   cumulative += x.wait[k];
+                   out += "m0_executor_queue_wait_seconds_bucket{" + labels(e) + ",le=\"" + seconds_text(bounds[k]) +
+                          "\"} " + std::to_string(cumulative) + "\n";
+               }
+               cumulative += x.wait.back();
+               out += "m0_executor_queue_wait_seconds_bucket{" + labels(e) + ",le=\"+Inf\"} " +
+                      std::to_string(cumulative) + "\n";
+               out += "m0_executor_queue_wait_seconds_sum{" + labels(e) + "} " + nanoseconds_text(x.wait_sum_ns) + "\n";
+               out += "m0_executor_queue_wait_seconds_count{" + labels(e) + "} " + std::to_string(cumulative) + "\n";
+           });
+    family(f::has_loop_lag, "m0_executor_loop_lag_seconds", "gauge",
+           "How late an event loop got to work it was woken for (the largest of its loops and processes).",
+           [&](std::size_t e, const totals::per_executor& x) {
+               out += "m0_executor_loop_lag_seconds{" + labels(e) + "} " +
+                      nanoseconds_text(static_cast<std::uint64_t>(std::max<std::int64_t>(0, x.loop_lag_ns))) + "\n";
+           });
+}
+
+void metrics_table::prometheus_plugins(const totals& t, std::string& out) const {
+    std::vector<bool> written(t.plugins.size(), false);
+    for (std::size_t i = 0; i < t.plugins.size(); ++i) {
+        if (written[i]) continue;
+        const auto& first = t.plugins[i];
+        out.append("# HELP ").append(first.name).append(" ").append(first.help).append("\n");
+        out.append("# TYPE ").append(first.name).append(" ")
+            .append(first.kind == plugin_series::counter ? "counter" : "gauge").append("\n");
+        // Every series of the family, together.
+        for (std::size_t j = i; j < t.plugins.size(); ++j) {
+            const auto& s = t.plugins[j];
+            if (written[j] || s.name != first.name) continue;
+            written[j] = true;
+            out += s.name;
+            if (!s.labels.empty()) {
+                out += "{";
+                bool comma = false;
+                for_each_label(s.labels, [&](std::string_view k, std::string_view v) {
+                    if (comma) out += ",";
+                    comma = true;
+                    out.append(k).append("=\"").append(label_value(v)).append("\"");
+                });
+                out += "}";
+            }
+            out += " " + number_text(s.value) + "\n";
+        }
+    }
 }
 
 std::string metrics_table::status_json() const {
@@ -276,8 +482,66 @@ std::string metrics_table::status_json() const {
         }
         out += "]}}";
     }
-    out += "]}\n";
+    out += "],\"executors\":";
+    json_executors(t, out);
+    out += ",\"plugins\":";
+    json_plugins(t, out);
+    out += "}\n";
     return out;
+}
+
+void metrics_table::json_executors(const totals& t, std::string& out) const {
+    out += "[";
+    for (std::size_t e = 0; e < t.executors.size(); ++e) {
+        const auto& x = t.executors[e];
+        using f = executor_slot::field;
+        auto field = [&](std::uint32_t bit, std::uint64_t v) { return x.has(bit) ? std::to_string(v) : "null"; };
+        if (e) out += ",";
+        out += "{\"name\":" + json_string(executors_[e].name) + ",\"type\":" + json_string(executors_[e].type) +
+               ",\"threads\":" + field(f::has_threads, x.threads) + ",\"busy\":" + field(f::has_busy, x.busy) +
+               ",\"parked\":" + field(f::has_parked, x.parked) +
+               ",\"queue_depth\":" + field(f::has_queue_depth, x.queue_depth) +
+               ",\"jobs_done\":" + field(f::has_jobs_done, x.jobs_done) + ",\"queue_wait_seconds\":";
+        if (x.has(f::has_queue_wait)) {
+            std::uint64_t cumulative = 0;
+            std::string buckets;
+            const auto& bounds = queue_wait_histogram::bounds_us;
+            for (std::size_t k = 0; k < bounds.size(); ++k) {
+                cumulative += x.wait[k];
+                if (k) buckets += ",";
+                buckets.append("[").append(seconds_text(bounds[k])).append(",").append(std::to_string(cumulative)).append("]");
+            }
+            cumulative += x.wait.back();
+            out += "{\"count\":" + std::to_string(cumulative) + ",\"sum\":" + nanoseconds_text(x.wait_sum_ns) +
+                   ",\"buckets\":[" + buckets + "]}";
+        } else {
+            out += "null";
+        }
+        out += ",\"loop_lag_seconds\":" +
+               (x.has(f::has_loop_lag)
+                    ? nanoseconds_text(static_cast<std::uint64_t>(std::max<std::int64_t>(0, x.loop_lag_ns)))
+                    : std::string("null")) +
+               "}";
+    }
+    out += "]";
+}
+
+void metrics_table::json_plugins(const totals& t, std::string& out) const {
+    out += "[";
+    for (std::size_t i = 0; i < t.plugins.size(); ++i) {
+        const auto& s = t.plugins[i];
+        if (i) out += ",";
+        out += "{\"name\":" + json_string(s.name) + ",\"type\":" +
+               (s.kind == plugin_series::counter ? "\"counter\"" : "\"gauge\"") + ",\"labels\":{";
+        bool comma = false;
+        for_each_label(s.labels, [&](std::string_view k, std::string_view v) {
+            if (comma) out += ",";
+            comma = true;
+            out += json_string(k) + ":" + json_string(v);
+        });
+        out += "},\"value\":" + number_text(s.value) + "}";
+    }
+    out += "]";
 }
 
 }  // namespace m0::telemetry

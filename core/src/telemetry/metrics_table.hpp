@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <m0/api.hpp>
+#include <m0/executor.hpp>
 #include <m0/reactor.hpp>
 
 namespace m0::telemetry {
@@ -42,10 +43,57 @@ struct reactor_slot {
     std::atomic<std::uint64_t> forwarded_headers_ignored{0};
 };
 
+// One executor of one serving process, as its metrics sampler last saw it
+// (executor::stats()). Gauges are stored as sampled; counters are added to
+// (by what grew since the last sample), so a replaced process carries on
+// from its predecessor's count.
+struct executor_slot {
+    enum field : std::uint32_t {
+        has_threads = 1, has_busy = 2, has_parked = 4, has_queue_depth = 8, has_jobs_done = 16,
+        has_queue_wait = 32, has_loop_lag = 64,
+    };
+    std::atomic<std::uint32_t> known{0};  // which fields the executor reports
+    std::atomic<std::uint64_t> threads{0}, busy{0}, parked{0}, queue_depth{0};
+    std::atomic<std::int64_t> loop_lag_ns{0};
+    std::atomic<std::uint64_t> jobs_done{0};
+    std::array<std::atomic<std::uint64_t>, queue_wait_histogram::bounds_us.size() + 1> wait{};
+    std::atomic<std::uint64_t> wait_sum_ns{0};
+};
+
+// One series a plugin reports (m0/metrics.hpp), in the table of its serving
+// process. The text fields are written once, before the entry is published
+// by its table's count (release), and never change; only the value does.
+struct plugin_series {
+    static constexpr std::size_t name_size = 96, labels_size = 192, help_size = 192;
+    enum kind_t : std::uint8_t { counter = 0, gauge = 1 };
+    char name[name_size];
+    // name=value pairs, each ended by '\x1f' (a byte no label may hold).
+    char labels[labels_size];
+    char help[help_size];
+    kind_t kind;
+    std::atomic<double> value{0};
+};
+
+// The table lives in memory shared between processes: only lock-free
+// atomics work there.
+static_assert(std::atomic<double>::is_always_lock_free && std::atomic<std::uint64_t>::is_always_lock_free);
+
+struct plugin_series_table {
+    static constexpr std::size_t capacity = 128;
+    std::atomic<std::uint32_t> count{0};  // entries published; the sampler is the only writer
+    plugin_series entries[capacity];
+};
+
 // A mount as the metrics label it.
 struct mount_label {
     std::string prefix;    // "" for "/"
     std::string frontend;  // its frontend type: "http", "wsgi", "asgi", ...
+};
+
+// An executor as the metrics label it.
+struct executor_label {
+    std::string name;  // from `executors:`, "default", or the prefix of the mount it was built for
+    std::string type;  // "inline", "pool", "asyncio", ...
 };
 
 class M0_INTERNAL_API metrics_table {
@@ -53,7 +101,8 @@ public:
     // `spare` more process slots serve the processes that overlap the ones
     // they replace (a reload, server.max_requests); /status.json lists them
     // only once used.
-    metrics_table(unsigned processes, unsigned reactors, std::vector<mount_label> mounts, unsigned spare = 0);
+    metrics_table(unsigned processes, unsigned reactors, std::vector<mount_label> mounts,
+                  std::vector<executor_label> executors = {}, unsigned spare = 0);
     ~metrics_table();
     metrics_table(const metrics_table&) = delete;
     metrics_table& operator=(const metrics_table&) = delete;
@@ -62,6 +111,9 @@ public:
     unsigned process_count() const noexcept { return processes_; }
     mount_counters& mount(reactor_slot& s, std::size_t index) const noexcept;
     const std::vector<mount_label>& mounts() const noexcept { return mounts_; }
+    const std::vector<executor_label>& executors() const noexcept { return executors_; }
+    executor_slot& executor(unsigned process, std::size_t index) const noexcept;
+    plugin_series_table& plugin_series_of(unsigned process) const noexcept;
     // The index of the mount with this prefix (a request's script_name).
     std::size_t mount_index(std::string_view prefix) const noexcept;
 
@@ -69,6 +121,11 @@ public:
     // connections are gone, its counters carry on (Prometheus counters never go down).
     void process_started(unsigned process, int pid) noexcept;
     void process_ended(unsigned process) noexcept;
+    // A serving process began its drain (a stop, not a crash).
+    void process_draining(unsigned process) noexcept;
+    // The deployment is stopping: some process drains and none that is
+    // alive serves on (one process of several replaced is not a stop).
+    bool deployment_draining() const noexcept;
 
     // The sums, in the Prometheus text format (version 0.0.4), and as JSON.
     std::string prometheus() const;
@@ -77,15 +134,30 @@ public:
 private:
     struct totals;
     totals sum() const;
+    void clear_gauges(unsigned process) noexcept;
+    void sum_executors(unsigned process, bool alive, totals& t) const;
+    void sum_plugin_series(unsigned process, bool alive, totals& t) const;
+    void prometheus_executors(const totals& t, std::string& out) const;
+    void prometheus_plugins(const totals& t, std::string& out) const;
+    void json_executors(const totals& t, std::string& out) const;
+    void json_plugins(const totals& t, std::string& out) const;
+    struct process_head {
+        std::atomic<int> pid{0};  // 0 while none serves
+        std::atomic<bool> draining{false};
+    };
 
     unsigned processes_;
     unsigned listed_;  // slots /status.json lists even when unused
     unsigned reactors_;
     std::vector<mount_label> mounts_;
+    std::vector<executor_label> executors_;
     std::size_t stride_ = 0;  // bytes per reactor slot with its mounts
     std::size_t size_ = 0;
-    char* base_ = nullptr;
-    std::atomic<int>* pids_ = nullptr;  // per process; 0 while none serves
+    char* mapping_ = nullptr;
+    char* base_ = nullptr;                 // the reactor slots
+    process_head* heads_ = nullptr;        // per process
+    executor_slot* executor_slots_ = nullptr;     // per process, per executor
+    plugin_series_table* plugin_tables_ = nullptr;  // per process
     std::chrono::steady_clock::time_point started_;
 };
 

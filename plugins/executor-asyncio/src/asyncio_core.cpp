@@ -80,6 +80,15 @@ PyObject* drain_callback(PyObject* capsule, PyObject*) {
     Py_RETURN_NONE;
 }
 
+// The loop thread is the only writer of its loop's wait counters: a load
+// and a store, no locked instruction.
+void count_wait(loop_state& loop, std::int64_t queued_ns) noexcept {
+    const auto waited = static_cast<std::uint64_t>(std::max<std::int64_t>(0, now_ns() - queued_ns));
+    auto& bucket = loop.wait[queue_wait_histogram::bucket_of(waited)];
+    bucket.store(bucket.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    loop.wait_sum_ns.store(loop.wait_sum_ns.load(std::memory_order_relaxed) + waited, std::memory_order_relaxed);
+}
+
 PyMethodDef drain_def = {"m0_drain", drain_callback, METH_NOARGS, "runs the jobs m0's reactors queued"};
 
 }  // namespace
@@ -157,15 +166,49 @@ void asyncio_core::start() {
     }
 }
 
-namespace {
-
 std::int64_t now_ns() noexcept {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::steady_clock::now().time_since_epoch())
         .count();
 }
 
-}  // namespace
+// How long stats() reports a lag after it was measured.
+constexpr std::int64_t lag_memory_ns = 10'000'000'000;
+
+executor_stats asyncio_core::stats() const {
+    executor_stats st;
+    st.threads = loops_.size();
+    std::uint64_t depth = 0, done = 0;
+    std::int64_t lag = 0;
+    queue_wait_histogram wait;
+    const std::int64_t now = now_ns();
+    for (const auto& l : loops_) {
+        const std::size_t lanes = l->lane_count.load(std::memory_order_acquire);
+        for (std::size_t i = 0; i < lanes; ++i) {
+            const lane_state* lane = l->lanes[i].load(std::memory_order_acquire);
+            if (!lane) continue;
+            const auto started = lane->started.load(std::memory_order_relaxed);
+            const auto submitted = lane->submitted.load(std::memory_order_relaxed);
+            depth += submitted > started ? submitted - started : 0;
+            done += lane->completed.load(std::memory_order_relaxed);
+        }
+        for (std::size_t b = 0; b < wait.buckets.size(); ++b)
+            wait.buckets[b] += l->wait[b].load(std::memory_order_relaxed);
+        wait.sum_ns += l->wait_sum_ns.load(std::memory_order_relaxed);
+        // The last lag measured, if recent: a loop without work for a while
+        // has none. A wake the loop has not got to yet counts as it stands:
+        // a loop blocked by a coroutine shows its lag while it is blocked.
+        if (now - l->lag_at_ns.load(std::memory_order_relaxed) <= lag_memory_ns)
+            lag = std::max(lag, l->lag_last_ns.load(std::memory_order_relaxed));
+        if (const auto woken = l->wake_at_ns.load(std::memory_order_relaxed); woken != 0)
+            lag = std::max(lag, now - woken);
+    }
+    st.queue_depth = depth;
+    st.jobs_done = done;
+    st.queue_wait = wait;
+    st.loop_lag = std::chrono::nanoseconds(lag);
+    return st;
+}
 
 void asyncio_core::wake_loop(loop_state& loop) noexcept {
     if (loop.wake_pending.exchange(true)) return;  // push → read the flag: a wake is in flight
@@ -183,8 +226,10 @@ void asyncio_core::drain(loop_state& loop) noexcept {
     loop.wake.wait(std::chrono::nanoseconds(0));  // consume the eventfd
     loop.wake_pending.exchange(false);            // clear, then look: see wake_loop
     if (const auto woken = loop.wake_at_ns.exchange(0, std::memory_order_relaxed); woken != 0) {
-        const auto lag = std::max<std::int64_t>(0, now_ns() - woken);
+        const auto now = now_ns();
+        const auto lag = std::max<std::int64_t>(0, now - woken);
         loop.lag_last_ns.store(lag, std::memory_order_relaxed);
+        loop.lag_at_ns.store(now, std::memory_order_relaxed);
         if (lag > loop.lag_max_ns.load(std::memory_order_relaxed))
             loop.lag_max_ns.store(lag, std::memory_order_relaxed);  // the loop thread is its only writer
     }
@@ -208,6 +253,7 @@ void asyncio_core::drain(loop_state& loop) noexcept {
             }
             auto* j = static_cast<job*>(e.ptr);
             lane->started.fetch_add(1, std::memory_order_relaxed);
+            count_wait(loop, e.queued_ns);
             if (j->finishes_later()) {
                 j->run(*new deferred_port(*lane, j));
                 return;

@@ -32,7 +32,11 @@ struct entry {
     enum kind_t : std::uint32_t { job_entry = 0, task_entry = 1 };
     void* ptr = nullptr;
     kind_t kind = job_entry;
+    std::int64_t queued_ns = 0;  // a job on its way to the loop: when it was submitted
 };
+
+// The steady clock in nanoseconds.
+std::int64_t now_ns() noexcept;
 
 struct loop_state;
 
@@ -68,8 +72,13 @@ struct loop_state {
     // long the loop took to get to reactors' work). Stats only: relaxed.
     std::atomic<std::int64_t> wake_at_ns{0};      // set by the waking pusher
     std::atomic<std::int64_t> lag_last_ns{0};
+    std::atomic<std::int64_t> lag_at_ns{0};       // when lag_last_ns was measured
     std::atomic<std::int64_t> lag_max_ns{0};
     std::atomic<std::uint64_t> wakes{0};          // eventfd writes
+    // Queue wait of the jobs this loop started (submit to run()); the loop
+    // thread is the only writer.
+    std::array<std::atomic<std::uint64_t>, queue_wait_histogram::bounds_us.size() + 1> wait{};
+    std::atomic<std::uint64_t> wait_sum_ns{0};
     std::array<std::atomic<lane_state*>, max_lanes> lanes{};
     std::atomic<std::size_t> lane_count{0};
     std::thread thread;
@@ -89,6 +98,8 @@ public:
     bool stopping() const noexcept { return stopping_.load(); }
     unsigned loop_count() const noexcept { return options_.loops; }
     PyObject* loop_object(unsigned index) const noexcept;
+    // Loops, queue, queue wait and loop lag: plain reads, any thread.
+    executor_stats stats() const;
 
     void add_thread_hooks(thread_hooks hooks);
     // Starts the loop threads and waits until each runs its loop; throws with

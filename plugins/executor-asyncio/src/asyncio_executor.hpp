@@ -25,6 +25,7 @@ public:
     std::unique_ptr<executor_lane> make_lane(std::shared_ptr<reactor_waker> waker) override;
     unsigned stop(std::chrono::milliseconds grace) override { return core_->stop(grace); }
     using executor::stop;
+    executor_stats stats() const override { return core_->stats(); }
 
     unsigned loop_count() const { return core_->loop_count(); }
     PyObject* loop(unsigned index) const { return core_->loop_object(index); }

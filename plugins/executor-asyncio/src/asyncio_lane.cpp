@@ -12,7 +12,7 @@ void asyncio_lane::submit(std::unique_ptr<job> j) {
     lane_->submitted.fetch_add(1, std::memory_order_relaxed);
     // Never dropped: a full ring spills, in order (spill_ring). A job queued
     // after the loop stopped is cancelled by the next poll.
-    lane_->inbound.push({j.release(), entry::job_entry});
+    lane_->inbound.push({j.release(), entry::job_entry, now_ns()});
     asyncio_core::wake_loop(lane_->loop);
 }
 
@@ -46,6 +46,7 @@ std::size_t asyncio_lane::cancel_queued() noexcept {
         auto* j = static_cast<job*>(e.ptr);
         j->complete(true);
         delete j;
+        lane_->started.fetch_add(1, std::memory_order_relaxed);  // no longer queued
         lane_->completed.fetch_add(1, std::memory_order_relaxed);
         lane_->in_flight.fetch_sub(1, std::memory_order_relaxed);
     });

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -26,7 +27,59 @@ inline void cpu_relax() noexcept {
 // pusher's and synchronises with it, and its re-check then sees the push.
 // (ThreadSanitizer models RMWs; it does not model fences.)
 
+// A thread's own counters: it is their only writer, so a load and a store
+// do (no locked instruction on the job path).
+void bump(std::atomic<std::uint64_t>& a, std::uint64_t n) noexcept {
+    a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 }  // namespace
+
+std::int64_t now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+void pool_core::count_taken(job_counters& c, std::int64_t queued_ns) noexcept {
+    const auto waited = static_cast<std::uint64_t>(std::max<std::int64_t>(0, now_ns() - queued_ns));
+    bump(c.wait[queue_wait_histogram::bucket_of(waited)], 1);
+    bump(c.wait_sum_ns, waited);
+}
+
+void pool_core::count_done(job_counters& c) noexcept { bump(c.done, 1); }
+
+executor_stats pool_core::stats() const {
+    executor_stats st;
+    const unsigned live = live_.load(), idle = idle_.load(), parked = parked_.load();
+    st.threads = live;
+    st.threads_busy = live > idle ? live - idle : 0;
+    st.threads_parked = std::min(parked, live);
+    std::uint64_t depth = 0;
+    const std::size_t lanes = lane_count_.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < lanes; ++i) {
+        const lane_state* l = lanes_[i].load(std::memory_order_acquire);
+        if (!l) continue;
+        // taken is read first: a job taken after that read was pushed before
+        // the read of pushed_seen, so the difference never goes below zero
+        // for long (clamped for the instant in between).
+        const auto taken = l->taken.load(std::memory_order_relaxed);
+        const auto pushed = l->pushed_seen.load(std::memory_order_relaxed);
+        depth += (pushed > taken ? pushed - taken : 0) + l->overflow_seen.load(std::memory_order_relaxed);
+    }
+    st.queue_depth = depth;
+    queue_wait_histogram wait;
+    std::uint64_t done = 0;
+    for (const auto& s : slots_) {
+        done += s->counted.done.load(std::memory_order_relaxed);
+        for (std::size_t b = 0; b < wait.buckets.size(); ++b)
+            wait.buckets[b] += s->counted.wait[b].load(std::memory_order_relaxed);
+        wait.sum_ns += s->counted.wait_sum_ns.load(std::memory_order_relaxed);
+    }
+    st.jobs_done = done;
+    st.queue_wait = wait;
+    return st;
+}
 
 const char* to_string(ring_kind kind) noexcept {
     switch (kind) {
@@ -40,7 +93,7 @@ const char* to_string(ring_kind kind) noexcept {
 lane_state::lane_state(pool_core& c, std::shared_ptr<reactor_waker> w)
     : core(c),
       waker(std::move(w)),
-      jobs(make_entry_ring<job*>(c.options().ring, c.options().ring_capacity)),
+      jobs(make_entry_ring<queued_job>(c.options().ring, c.options().ring_capacity)),
       completions(make_entry_ring<completion_entry>(c.options().ring, c.options().ring_capacity)) {}
 
 // The port a running job posts partial results through. On the stack for a
@@ -236,7 +289,7 @@ void pool_core::push_completion(lane_state& lane, completion_entry entry) noexce
     if (lane.reactor_waiting.exchange(false)) lane.waker->wake();  // push → read the announcement
 }
 
-bool pool_core::take_job(lane_state*& lane, job*& j) noexcept {
+bool pool_core::take_job(lane_state*& lane, queued_job& j) noexcept {
     static thread_local std::size_t cursor = 0;
     const std::size_t n = lane_count_.load(std::memory_order_acquire);
     for (std::size_t k = 0; k < n; ++k) {
@@ -286,7 +339,7 @@ bool pool_core::try_retire() noexcept {
     return false;
 }
 
-bool pool_core::idle_ring(slot& s, lane_state*& lane, job*& j) {
+bool pool_core::idle_ring(slot& s, lane_state*& lane, queued_job& j) {
     using clock = std::chrono::steady_clock;
     // 1. Spin: a job arriving within spin costs no syscall on either side.
     if (options_.spin.count() > 0) {
@@ -327,7 +380,7 @@ bool pool_core::idle_ring(slot& s, lane_state*& lane, job*& j) {
     }
 }
 
-bool pool_core::idle_none(slot& s, lane_state*& lane, job*& j) {
+bool pool_core::idle_none(slot& s, lane_state*& lane, queued_job& j) {
     for (;;) {
         if (stopping()) return false;
         s.state.store(parked);  // observability only; wakes go through the semaphore
@@ -355,7 +408,7 @@ void pool_core::thread_main(unsigned index) {
         if (h.on_start) h.on_start();
 
     lane_state* lane = nullptr;
-    job* j = nullptr;
+    queued_job j;
     for (;;) {
         bool got = !stopping() && take_job(lane, j);
         if (!got) got = ring_mode() ? idle_ring(s, lane, j) : idle_none(s, lane, j);
@@ -371,7 +424,9 @@ void pool_core::thread_main(unsigned index) {
                 maybe_grow();
             }
         }
-        run_job(*lane, j);
+        count_taken(s.counted, j.queued_ns);
+        run_job(*lane, j.j);
+        count_done(s.counted);
         idle_.fetch_add(1);
     }
 

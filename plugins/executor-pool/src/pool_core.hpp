@@ -24,6 +24,16 @@ namespace m0::pool {
 
 class pool_core;
 
+// The steady clock in nanoseconds: when a job was queued.
+std::int64_t now_ns() noexcept;
+
+// What travels on a job ring: the job and when it was submitted (for the
+// queue-wait histogram).
+struct queued_job {
+    job* j = nullptr;
+    std::int64_t queued_ns = 0;  // steady clock
+};
+
 // What travels on a completion ring: a reactor_task a job posted, or the
 // job itself once run() returned.
 struct completion_entry {
@@ -41,13 +51,17 @@ struct lane_state {
     // Shared with the reactor: a pool thread may still wake through it after
     // the reactor saw its last completion and went away.
     const std::shared_ptr<reactor_waker> waker;
-    std::unique_ptr<entry_ring<job*>> jobs;
+    std::unique_ptr<entry_ring<queued_job>> jobs;
     std::unique_ptr<entry_ring<completion_entry>> completions;
 
     // Reactor thread only.
-    std::deque<job*> job_overflow;            // jobs that found the ring full, in order
+    std::deque<queued_job> job_overflow;      // jobs that found the ring full, in order
     std::optional<completion_entry> stash;    // popped by prepare_to_wait's re-check
     std::uint64_t pushed = 0;                 // jobs put on the ring
+    // Copies of pushed and of job_overflow's size for stats(): stored by the
+    // reactor, read by anyone.
+    std::atomic<std::uint64_t> pushed_seen{0};
+    std::atomic<std::size_t> overflow_seen{0};
     std::uint64_t last_taken_seen = 0;
     std::chrono::steady_clock::time_point stall_since{};
     std::atomic<std::size_t> in_flight{0};    // atomic only so other threads may read it
@@ -88,30 +102,43 @@ public:
     // Reactor age check: the lane's head has not moved for max_job_age.
     void on_stalled_lane();
 
+    // Threads, queue and queue wait, summed over the threads' own counters.
+    executor_stats stats() const;
+
     unsigned live_threads() const noexcept { return live_.load(); }
     unsigned parked_threads() const noexcept { return parked_.load(); }
     unsigned idle_threads() const noexcept { return idle_.load(); }
 
 private:
     enum slot_state : int { running = 0, parked = 1, woken = 2 };
+    // What one thread counts about the jobs it took. Written by that thread
+    // alone (a load and a store, no read-modify-write), read by stats().
+    struct job_counters {
+        std::atomic<std::uint64_t> done{0};
+        std::array<std::atomic<std::uint64_t>, queue_wait_histogram::bounds_us.size() + 1> wait{};
+        std::atomic<std::uint64_t> wait_sum_ns{0};
+    };
     struct slot {
         rings::wake_channel wake;
+        alignas(rings::cache_line) job_counters counted;
         std::atomic<int> state{running};
         std::atomic<bool> exited{false};
         bool retired = false;  // its own thread only: left on an idle timeout
         std::thread thread;
     };
 
+    static void count_taken(job_counters& c, std::int64_t queued_ns) noexcept;
+    static void count_done(job_counters& c) noexcept;
     void maybe_grow();
     void spawn_locked();
     bool wake_one() noexcept;
     void wake_all() noexcept;
     void thread_main(unsigned index);
     void run_job(lane_state& lane, job* j) noexcept;
-    bool take_job(lane_state*& lane, job*& j) noexcept;
+    bool take_job(lane_state*& lane, queued_job& j) noexcept;
     // Ring idle path; returns false when the thread should exit.
-    bool idle_ring(slot& s, lane_state*& lane, job*& j);
-    bool idle_none(slot& s, lane_state*& lane, job*& j);
+    bool idle_ring(slot& s, lane_state*& lane, queued_job& j);
+    bool idle_none(slot& s, lane_state*& lane, queued_job& j);
     bool unpark(slot& s) noexcept;
     bool try_retire() noexcept;
     void window_pause() const noexcept;

@@ -33,6 +33,7 @@ std::unique_ptr<executor_lane> pool_executor::make_lane(std::shared_ptr<reactor_
 }
 
 unsigned pool_executor::stop(std::chrono::milliseconds grace) { return core_->stop(grace); }
+executor_stats pool_executor::stats() const { return core_->stats(); }
 
 const pool_options& pool_executor::options() const noexcept { return core_->options(); }
 unsigned pool_executor::live_threads() const noexcept { return core_->live_threads(); }

@@ -24,6 +24,7 @@ public:
     std::unique_ptr<executor_lane> make_lane(std::shared_ptr<reactor_waker> waker) override;
     unsigned stop(std::chrono::milliseconds grace) override;
     using executor::stop;
+    executor_stats stats() const override;
 
     const pool_options& options() const noexcept;
     // Observability (tests, the per-thread CPU tool, stats pages).

@@ -11,26 +11,36 @@ pool_lane::~pool_lane() { lane_->closed.store(true); }
 
 void pool_lane::submit(std::unique_ptr<job> j) {
     lane_->in_flight.fetch_add(1, std::memory_order_relaxed);
-    job* raw = j.release();
+    const queued_job queued{j.release(), now_ns()};
     // Backpressure: a full ring never drops a job. It waits, in order, in the
     // lane's overflow list and moves to the ring as pool threads make room;
     // every job on the ring ends in a completion, which wakes this reactor
     // to move the next ones.
-    if (core_->stopping() || !lane_->job_overflow.empty() || !lane_->jobs->try_push(raw)) {
-        lane_->job_overflow.push_back(raw);
+    if (core_->stopping() || !lane_->job_overflow.empty() || !lane_->jobs->try_push(queued)) {
+        lane_->job_overflow.push_back(queued);
+        publish_counts();
         return;
     }
     ++lane_->pushed;
+    publish_counts();
     core_->on_job_pushed();
+}
+
+void pool_lane::publish_counts() noexcept {
+    lane_->pushed_seen.store(lane_->pushed, std::memory_order_relaxed);
+    lane_->overflow_seen.store(lane_->job_overflow.size(), std::memory_order_relaxed);
 }
 
 void pool_lane::drain_job_overflow() noexcept {
     auto& overflow = lane_->job_overflow;
+    bool moved = false;
     while (!overflow.empty() && !core_->stopping() && lane_->jobs->try_push(overflow.front())) {
         overflow.pop_front();
         ++lane_->pushed;
+        moved = true;
         core_->on_job_pushed();
     }
+    if (moved) publish_counts();
 }
 
 void pool_lane::finish(job* j, bool cancelled) noexcept {
@@ -74,17 +84,20 @@ std::size_t pool_lane::drain_completion_overflow() noexcept {
 
 std::size_t pool_lane::cancel_queued() noexcept {
     std::size_t n = 0;
-    job* j = nullptr;
-    while (lane_->jobs->try_pop(j)) {
-        finish(j, true);
+    queued_job q;
+    while (lane_->jobs->try_pop(q)) {
+        // Counted as taken, so the queue depth does not keep them.
+        lane_->taken.fetch_add(1, std::memory_order_relaxed);
+        finish(q.j, true);
         ++n;
     }
     while (!lane_->job_overflow.empty()) {
-        j = lane_->job_overflow.front();
+        q = lane_->job_overflow.front();
         lane_->job_overflow.pop_front();
-        finish(j, true);
+        finish(q.j, true);
         ++n;
     }
+    if (n) publish_counts();
     return n;
 }
 

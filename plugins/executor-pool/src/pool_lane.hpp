@@ -25,6 +25,8 @@ private:
     void handle(const completion_entry& entry) noexcept;
     std::size_t drain_completion_overflow() noexcept;
     void drain_job_overflow() noexcept;
+    // Publishes the reactor-only queue counts for the executor's stats().
+    void publish_counts() noexcept;
     std::size_t cancel_queued() noexcept;
     void finish(job* j, bool cancelled) noexcept;
 

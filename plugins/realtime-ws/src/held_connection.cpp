@@ -192,6 +192,7 @@ void held_connection::end_stream() {
 void held_connection::finish() {
     if (ended_) return;
     ended_ = true;
+    if (ex_) counters_.closed.fetch_add(1, std::memory_order_relaxed);
     if (timer_) timer_->cancel();
     outbox_.clear();
     outbox_bytes_ = 0;
@@ -207,6 +208,7 @@ void held_connection::finish() {
 }
 
 void held_connection::release() noexcept {
+    if (!ended_ && ex_) counters_.closed.fetch_add(1, std::memory_order_relaxed);
     ended_ = true;
     timer_.reset();
     outbox_.clear();

@@ -21,9 +21,10 @@
 
 namespace m0::realtime {
 
-// What every hold of a process counts (read by the stop report).
+// What every hold of a process counts (read by the stop report and the metrics).
 struct hold_counters {
     std::atomic<std::uint64_t> held{0};
+    std::atomic<std::uint64_t> closed{0};            // of the held, those that ended
     std::atomic<std::uint64_t> delivered{0};
     std::atomic<std::uint64_t> dropped{0};           // drop_oldest overflow
     std::atomic<std::uint64_t> overflow_closed{0};   // close overflow

@@ -259,6 +259,31 @@ void realtime_module::stop_reactor(reactor_context& ctx) {
     for (auto& h : mine) h->release();
 }
 
+void realtime_module::report_metrics(metrics_writer& out) const {
+    const auto held = counters_.held.load(std::memory_order_relaxed);
+    const auto closed = counters_.closed.load(std::memory_order_relaxed);
+    out.gauge("m0_realtime_holds_open", "Connections held (SSE, long-poll, WebSocket) now.",
+              static_cast<double>(held > closed ? held - closed : 0));
+    out.counter("m0_realtime_holds_total", "Connections held since the start.", static_cast<double>(held));
+    out.counter("m0_realtime_messages_delivered_total", "Messages written to held connections.",
+                static_cast<double>(counters_.delivered.load(std::memory_order_relaxed)));
+    out.counter("m0_realtime_messages_dropped_total", "Messages dropped by outbox overflow (drop_oldest).",
+                static_cast<double>(counters_.dropped.load(std::memory_order_relaxed)));
+    out.counter("m0_realtime_overflow_closed_total", "Holds closed by outbox overflow (close).",
+                static_cast<double>(counters_.overflow_closed.load(std::memory_order_relaxed)));
+    out.counter("m0_realtime_ended_by_drain_total", "Holds the drain ended.",
+                static_cast<double>(counters_.ended_by_drain.load(std::memory_order_relaxed)));
+    const auto bus = bus_->stats();
+    out.counter("m0_realtime_bus_published_total", "Publishes the bus took (Redis: confirmed by the server).",
+                static_cast<double>(bus.published));
+    out.counter("m0_realtime_bus_delivered_total", "Messages the bus brought to this process.",
+                static_cast<double>(bus.delivered));
+    out.counter("m0_realtime_bus_lost_total", "Publishes lost: bus unreachable, queue full, unconfirmed at a disconnect.",
+                static_cast<double>(bus.lost));
+    out.counter("m0_realtime_bus_reconnects_total", "Connections to Redis made again after a loss.",
+                static_cast<double>(bus.reconnects));
+}
+
 void realtime_module::stop_serving(serving_context&) {
     bus_->stop();
     log::info("realtime: " + std::to_string(counters_.held.load()) + " holds, " +

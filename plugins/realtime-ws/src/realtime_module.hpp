@@ -40,6 +40,7 @@ public:
     void start_reactor(reactor_context& ctx) override;
     void stop_reactor(reactor_context& ctx) override;
     void stop_serving(serving_context& ctx) override;
+    void report_metrics(metrics_writer& out) const override;
 
 private:
     // One message for some holds of one reactor.

@@ -4,17 +4,13 @@ real requests; per mount and frontend; summed over the processes of
 server.workers by the supervisor."""
 import json
 import os
-import re
 import socket
 import sys
-import urllib.request
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 import m0test
-
-METRICS_LINE = re.compile(r"metrics: /metrics and /status\.json on http://127\.0\.0\.1:(\d+)")
+from metrics_support import metrics_port, samples, scrape, value
 
 MOUNTS = """
 mounts:
@@ -31,30 +27,6 @@ PLUGINS = os.path.join(m0test.BUILD_DIR, "lib", "m0", "plugins")
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
 needs_wsgi = pytest.mark.skipif(not os.path.exists(os.path.join(PLUGINS, "m0-frontend-wsgi.so")),
                                 reason="the frontend-wsgi plugin is not built")
-
-
-def metrics_port(server):
-    return int(server.wait_for_log(METRICS_LINE).group(1))
-
-
-def scrape(port, path="/metrics"):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=m0test.scaled(10)) as r:
-        return r.headers.get("Content-Type"), r.read().decode()
-
-
-def samples(port):
-    """{(name, frozenset(labels)): value} from a scrape, through the real parser."""
-    content_type, text = scrape(port)
-    assert content_type.startswith("text/plain; version=0.0.4")
-    out = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            out[(s.name, frozenset(s.labels.items()))] = s.value
-    return out
-
-
-def value(found, name, **labels):
-    return found[(name, frozenset(labels.items()))]
 
 
 def test_counters_move_with_requests_by_mount_and_status_class(m0_server):
