@@ -64,6 +64,13 @@ public:
     void send(const prepared_message& m);
     // Starts the close handshake with `code` (close_code::...).
     void close(std::uint16_t code, std::string_view reason = {});
+    // Stops reading the socket after the bytes already read (their messages
+    // are still delivered) until resume_reading(): a consumer whose queue of
+    // inbound messages is full slows its peer through TCP instead of
+    // buffering. Keepalive pings pause with it (an unread pong is no sign of
+    // a dead peer).
+    void pause_reading();
+    void resume_reading();
 
     bool is_open() const noexcept { return state_ == state::open; }
     const std::string& subprotocol() const noexcept { return subprotocol_; }
@@ -79,6 +86,8 @@ private:
     using clock = std::chrono::steady_clock;
 
     void read();
+    // read() now, or once the write buffer drained below max_write_buffer.
+    void continue_reading();
     void on_read(boost::system::error_code ec, std::string_view data);
     void arm_timer();
     void on_timer();
@@ -98,6 +107,8 @@ private:
     message_handler on_message_;
     close_handler on_close_;
     state state_ = state::open;
+    bool reading_ = false;  // an async_read is on its way
+    bool paused_ = false;   // pause_reading()
     boost::asio::steady_timer timer_;
     clock::time_point last_read_;     // any byte from the peer
     clock::time_point last_message_;  // a data message either way
