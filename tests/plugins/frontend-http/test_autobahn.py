@@ -1,62 +1,15 @@
 """Autobahn TestSuite conformance of the native WebSocket echo route, driven
-by kosoku (the Autobahn case files in fuzzingclient mode). Every case run
-must end OK, NON-STRICT or INFORMATIONAL: a FAILED (or UNIMPLEMENTED) case
-fails the test, named with its outcome. docs/realtime.md has the summary.
-
-Bounded for time: chapters 1-10 run whole (9.x, the 16 MiB and 1000-message
-cases included, takes seconds); of the compression cases 12.x and 13.x (each
-1000 messages of one size, every offer variant of 13.x), the message sizes
-16 B to 4 KiB (size cases 1-5) and 8 KiB sent in 256-byte fragments (case
-11) run, which keeps every offer and data set and leaves out the 8 KiB -
-128 KiB sizes that take minutes."""
-import collections
-import json
+by kosoku (the selection and the verdict: tests/support/autobahn.py). Every
+case run must end OK, NON-STRICT or INFORMATIONAL."""
 import os
-import subprocess
-import sys
 
 import m0test
+from support import autobahn
 
 # The shipped echo deployment (its listen address is replaced by the harness's).
 CONFIG = os.path.join(m0test.SOURCE_DIR, "configs", "websocket-echo.yaml")
 
-# Autobahn has no chapters 8 and 11.
-FULL_CHAPTERS = [1, 2, 3, 4, 5, 6, 7, 9, 10]
-COMPRESSION_SIZES = [1, 2, 3, 4, 5, 6, 11]
-ACCEPTED = {"OK", "NON-STRICT", "INFORMATIONAL"}
-
-
-def case_key(case_id):
-    return [int(part) for part in case_id.split(".")]
-
 
 def test_autobahn_fuzzingclient_cases_pass(m0_server, tmp_path):
     server = m0_server(CONFIG)
-    # Compression cases by id: 12.<data set>.<size> (5 data sets) and
-    # 13.<offer>.<size> (7 offer variants).
-    compression = [f"12.{data}.{size}" for data in range(1, 6) for size in COMPRESSION_SIZES]
-    compression += [f"13.{offer}.{size}" for offer in range(1, 8) for size in COMPRESSION_SIZES]
-    selection = [f"{n}.*" for n in FULL_CHAPTERS] + compression
-    args = [os.path.join(os.path.dirname(sys.executable), "kosoku"), f"ws://127.0.0.1:{server.port}/ws",
-            "-p", "2", "-o", str(tmp_path)]
-    for pattern in selection:
-        args += ["-i", pattern]
-    run = subprocess.run(args, capture_output=True, text=True, timeout=m0test.scaled(600), cwd=tmp_path)
-
-    index = tmp_path / "index.json"
-    assert index.exists(), f"kosoku wrote no report (exit {run.returncode}):\n{run.stdout}{run.stderr}"
-    with open(index) as f:
-        report = json.load(f)
-    assert len(report) == 1, report.keys()  # one agent: m0
-    cases = next(iter(report.values()))
-    bad = {case_id: (c["behavior"], c["behaviorClose"]) for case_id, c in cases.items()
-           if c["behavior"] not in ACCEPTED or c["behaviorClose"] not in ACCEPTED}
-    summary = collections.Counter(c["behavior"] for c in cases.values())
-    assert not bad, f"{len(bad)} cases not passed: " + ", ".join(
-        f"{k} {v}" for k, v in sorted(bad.items(), key=lambda kv: case_key(kv[0])))
-    assert run.returncode == 0, run.stdout + run.stderr
-    # Every chapter ran (a selection that matched nothing would pass vacuously).
-    chapters = {case_id.split(".")[0] for case_id in cases}
-    assert chapters == {str(n) for n in [*FULL_CHAPTERS, 12, 13]}, chapters
-    assert len(cases) == 301 + len(compression), (len(cases), summary)
-    print(f"autobahn: {len(cases)} cases: {dict(summary)}")
+    autobahn.run_cases(f"ws://127.0.0.1:{server.port}/ws", tmp_path)

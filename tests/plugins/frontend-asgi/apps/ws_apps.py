@@ -181,16 +181,24 @@ async def slow_reader(scope, receive, send):
 
 @websocket_app
 async def firehose(scope, receive, send):
-    """Sends ?n messages of ?size bytes as fast as send() lets it; prints
-    how far it got when the client left."""
+    """Sends ?n messages of ?size bytes as fast as send() lets it; prints the
+    first message whose send() had to wait for room, and how far it got
+    when the client left."""
     await receive()
     await send({"type": "websocket.accept"})
     q = _query(scope)
     n, size = int(q["n"]), int(q["size"])
     block = b"x" * size
+    waited = False
     try:
         for i in range(n):
-            await send({"type": "websocket.send", "bytes": block})
+            sending = asyncio.ensure_future(send({"type": "websocket.send", "bytes": block}))
+            # A send() with room finishes in the step it starts in.
+            await asyncio.sleep(0)
+            if not sending.done() and not waited:
+                waited = True
+                print(f"firehose: send {i} waits for room", flush=True)
+            await sending
     except OSError:
         print(f"firehose: stopped by the client after {i} messages", flush=True)
         return
@@ -198,8 +206,7 @@ async def firehose(scope, receive, send):
     await receive()
 
 
-@websocket_app
-async def holder(scope, receive, send):
+async def _hold(scope, receive, send):
     """Accepts and waits for the disconnect (for many clients vanishing)."""
     await receive()
     await send({"type": "websocket.accept"})
@@ -209,10 +216,13 @@ async def holder(scope, receive, send):
 
 
 async def tasks(scope, receive, send):
-    """/tasks on http: the loop's Tasks but this one; anything else is the holder."""
-    if scope["type"] == "http" and scope["path"] == "/tasks":
+    """/tasks on http: the loop's Tasks but this one; a WebSocket holds
+    until its client leaves. No lifespan (whose Task would count)."""
+    if scope["type"] == "lifespan":
+        raise RuntimeError("no lifespan")
+    if scope["type"] == "http":
         count = len([t for t in asyncio.all_tasks() if t is not asyncio.current_task()])
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": str(count).encode()})
         return
-    await holder(scope, receive, send)
+    await _hold(scope, receive, send)
