@@ -8,8 +8,8 @@ has the summary.
 Bounded for time: chapters 1-10 run whole (9.x, the 16 MiB and 1000-message
 cases included, takes seconds); of the compression cases 12.x and 13.x (each
 1000 messages of one size, every offer variant of 13.x), the message sizes
-16 B to 4 KiB (size cases 1-5) and 8 KiB sent in 256-byte fragments (case
-11) run, which keeps every offer and data set and leaves out the 8 KiB -
+16 B to 8 KiB (size cases 1-6) and 8 KiB sent in 256-byte fragments (case
+11) run, which keeps every offer and data set and leaves out the 16 KiB -
 128 KiB sizes that take minutes."""
 import collections
 import json
@@ -39,27 +39,51 @@ def selection():
     return [f"{n}.*" for n in FULL_CHAPTERS] + compression, len(compression)
 
 
-def assert_conformant(url, out_dir):
-    """Runs the selection against the echo at `url` (reports in `out_dir`)
-    and fails on any case not passed; returns the outcome counts."""
-    patterns, compression_cases = selection()
-    args = [os.path.join(os.path.dirname(sys.executable), "kosoku"), url, "-p", "2", "-o", str(out_dir)]
+def run_kosoku(url, out_dir, patterns, parallelism):
+    """Runs kosoku on the cases matching `patterns`; returns (its exit, the
+    report's cases by id)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    args = [os.path.join(os.path.dirname(sys.executable), "kosoku"), url, "-p", str(parallelism), "-o", str(out_dir)]
     for pattern in patterns:
         args += ["-i", pattern]
     run = subprocess.run(args, capture_output=True, text=True, timeout=m0test.scaled(600), cwd=out_dir)
-
     index = out_dir / "index.json"
     assert index.exists(), f"kosoku wrote no report (exit {run.returncode}):\n{run.stdout}{run.stderr}"
     with open(index) as f:
         report = json.load(f)
     assert len(report) == 1, {agent: sorted(cases, key=case_key)[:20] for agent, cases in report.items()}
-    cases = next(iter(report.values()))
-    bad = {case_id: (c["behavior"], c["behaviorClose"]) for case_id, c in cases.items()
-           if c["behavior"] not in ACCEPTED or c["behaviorClose"] not in ACCEPTED}
+    return run, next(iter(report.values()))
+
+
+def not_passed(cases):
+    return {case_id: (c["behavior"], c["behaviorClose"]) for case_id, c in cases.items()
+            if c["behavior"] not in ACCEPTED or c["behaviorClose"] not in ACCEPTED}
+
+
+def assert_conformant(url, out_dir):
+    """Runs the selection against the echo at `url` (reports in `out_dir`)
+    and fails on any case not passed; returns the outcome counts.
+
+    Autobahn's cases give the server fixed deadlines (most wait 1 s for the
+    echo or the close, `killAfter(1)`), which a loaded CI machine can miss
+    without any fault in m0. A case that did not pass is therefore run once
+    more on its own (one case at a time); it must pass then. A real defect
+    fails both runs: the first failure is still printed."""
+    patterns, compression_cases = selection()
+    run, cases = run_kosoku(url, out_dir, patterns, 2)
+    bad = not_passed(cases)
+    if bad:
+        print(f"autobahn: {len(bad)} cases not passed in the full run, run again alone: " +
+              ", ".join(f"{k} {v}" for k, v in sorted(bad.items(), key=lambda kv: case_key(kv[0]))))
+        rerun, again = run_kosoku(url, out_dir / "again", sorted(bad, key=case_key), 1)
+        still = not_passed(again)
+        assert not still and set(again) == set(bad), f"{len(still)} cases not passed: " + ", ".join(
+            f"{k} {v}" for k, v in sorted(still.items(), key=lambda kv: case_key(kv[0])))
+        assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+        cases.update(again)
+    else:
+        assert run.returncode == 0, run.stdout + run.stderr
     summary = collections.Counter(c["behavior"] for c in cases.values())
-    assert not bad, f"{len(bad)} cases not passed: " + ", ".join(
-        f"{k} {v}" for k, v in sorted(bad.items(), key=lambda kv: case_key(kv[0])))
-    assert run.returncode == 0, run.stdout + run.stderr
     # Every chapter ran (a selection that matched nothing would pass vacuously).
     chapters = {case_id.split(".")[0] for case_id in cases}
     assert chapters == {str(n) for n in [*FULL_CHAPTERS, 12, 13]}, chapters

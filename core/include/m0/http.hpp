@@ -72,7 +72,8 @@ class byte_stream;
 // `chunk` is non-empty unless `last` (the body ended; it may still carry the
 // final bytes) or `ec` is set. Errors: asio::error::message_size (over
 // http.max_body_size: the engine answered 413), timed_out (body_timeout:
-// 408), eof (the client ended the connection before the body's end),
+// 408), eof (the client ended the connection before the body's end: the
+// engine answered 400 unless the response had begun),
 // connection_reset (the client is gone), operation_aborted (the response
 // already ended), already_started (another pull is pending),
 // errc::bad_message (malformed chunked framing: 400).

@@ -846,7 +846,16 @@ void session::serve_pull() {
         return;
     }
     if (peer_eof_) {
-        // The client ended its side before the end of the body.
+        // The client ended its side before the end of the body: the request
+        // can never be complete, which is the client's fault (RFC 9112
+        // section 8), not the handler's. Unless the handler's response has
+        // begun (it then goes on: the client only half-closed), the engine
+        // answers 400 on its behalf, which the client may still read. The
+        // pull fails with eof either way.
+        if (!resp_.begun) {
+            body_failed(400, "the client ended the connection before the end of the request body", asio::error::eof);
+            return;
+        }
         body_open_ = false;
         parser_.stop();
         deliver_pull(asio::error::eof, false);
@@ -874,11 +883,11 @@ void session::deliver_pull(const error_code& ec, bool last) {
     pull_chunk_ = std::string();
 }
 
-void session::body_failed(unsigned status, std::string_view reason) {
+void session::body_failed(unsigned status, std::string_view reason, error_code ec) {
     body_open_ = false;
     continue_owed_ = false;
     parser_.stop();
-    deliver_pull(body_error(status), false);
+    deliver_pull(ec ? ec : body_error(status), false);
     if (!active_) {
         log_rejection(status, reason);
         close();

@@ -123,9 +123,11 @@ private:
     // bytes; waits for the socket if there are none.
     void serve_pull();
     void deliver_pull(const boost::system::error_code& ec, bool last);
-    // The streamed body cannot be completed (413, 408, 400): answers on the
-    // handler's behalf if its response has not begun, else closes.
-    void body_failed(unsigned status, std::string_view reason);
+    // The streamed body cannot be completed (413, 408, 400; a client that
+    // ended its side early: 400): answers on the handler's behalf if its
+    // response has not begun, else closes. The pull fails with `ec`, by
+    // default the code for `status`.
+    void body_failed(unsigned status, std::string_view reason, boost::system::error_code ec = {});
     // Skips the rest of a body its handler left unread; false while more
     // input is needed or once the connection must close instead.
     bool discard_body();

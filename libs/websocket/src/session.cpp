@@ -52,12 +52,31 @@ session::session(std::shared_ptr<http::byte_stream> stream, const session_option
 }
 
 void session::read() {
+    if (reading_ || paused_ || state_ == state::closed) return;
+    reading_ = true;
     stream_->async_read([self = shared_from_this()](boost::system::error_code ec, std::string_view data) {
         self->on_read(ec, data);
     });
 }
 
+void session::continue_reading() {
+    if (stream_->pending_bytes() > options_.max_write_buffer) {
+        stream_->when_drained(options_.max_write_buffer / 2, [self = shared_from_this()] { self->read(); });
+        return;
+    }
+    read();
+}
+
+void session::pause_reading() { paused_ = true; }
+
+void session::resume_reading() {
+    if (!paused_) return;
+    paused_ = false;
+    continue_reading();
+}
+
 void session::on_read(boost::system::error_code ec, std::string_view data) {
+    reading_ = false;
     if (state_ == state::closed) return;
     if (ec) {
         // Gone without a close frame (1006), or the close we sent went
@@ -75,27 +94,7 @@ void session::on_read(boost::system::error_code ec, std::string_view data) {
         return;
     }
     if (state_ == state::closed) return;
-    if (stream_->pending_bytes() > options_.max_write_buffer) {
-        stream_->when_drained(options_.max_write_buffer / 2, [self = shared_from_this()] { self->read_unless_paused(); });
-        return;
-    }
-    read_unless_paused();
-}
-
-void session::read_unless_paused() {
-    if (state_ == state::closed) return;
-    if (paused_) {
-        read_parked_ = true;
-        return;
-    }
-    read();
-}
-
-void session::resume_reading() {
-    paused_ = false;
-    if (!read_parked_) return;
-    read_parked_ = false;
-    read_unless_paused();
+    continue_reading();
 }
 
 void session::on_message(opcode kind, std::string payload) {
@@ -197,9 +196,9 @@ void session::on_timer() {
         return;
     }
     if (paused_) {
-        // We stopped reading, so a pong could not arrive: the peer is not late.
-        last_read_ = now;
+        // Not reading: a pong would go unseen, so the peer counts as alive.
         awaiting_pong_ = false;
+        last_read_ = now;
     }
     if (options_.ping_interval.count() > 0) {
         if (awaiting_pong_ && last_read_ > ping_sent_) awaiting_pong_ = false;  // any byte proves the peer alive

@@ -14,6 +14,7 @@
 #include <m0/python/ready_awaitable.hpp>
 
 #include "asgi_channel.hpp"
+#include "asgi_fields.hpp"
 #include "asgi_glue.hpp"
 
 namespace m0::asgi {
@@ -41,20 +42,6 @@ bool is_done(PyObject* future) {
         return true;
     }
     return PyObject_IsTrue(done.get()) != 0;
-}
-
-// Borrowed bytes of a bytes-like object; false with TypeError set.
-bool bytes_view(PyObject* o, std::string_view& out, const char* what) {
-    if (PyBytes_Check(o)) {
-        out = {PyBytes_AS_STRING(o), static_cast<std::size_t>(PyBytes_GET_SIZE(o))};
-        return true;
-    }
-    if (PyByteArray_Check(o)) {
-        out = {PyByteArray_AS_STRING(o), static_cast<std::size_t>(PyByteArray_GET_SIZE(o))};
-        return true;
-    }
-    PyErr_Format(PyExc_TypeError, "%s must be bytes, not %.100s", what, Py_TYPE(o)->tp_name);
-    return false;
 }
 
 PyObject* interned(const char* s) { return PyUnicode_InternFromString(s); }
@@ -104,6 +91,8 @@ PyObject* field(PyObject* message, PyObject* key, PyObject* fallback) {
     return fallback;
 }
 
+}  // namespace
+
 // The event loop of the calling loop thread (borrowed). A loop thread of
 // the asyncio executor runs one loop for its whole life, so it is looked up
 // once per thread: asyncio.get_running_loop() costs a getpid() each time.
@@ -120,7 +109,13 @@ PyObject* running_loop() {
     return loop;
 }
 
-}  // namespace
+PyObject* lifespan_state(const application& app) {
+    PyObject* loop = running_loop();
+    if (!loop) return nullptr;
+    python::py_ref key(PyTuple_Pack(2, loop, app.id.get()));
+    if (!key) return nullptr;
+    return PyDict_GetItemWithError(glue("_states"), key.get());
+}
 
 void flow::on_report(std::size_t drained, bool client_gone, std::size_t bound) {
     owed = drained > owed ? 0 : owed - drained;
@@ -187,20 +182,11 @@ asgi_call::asgi_call(application& app, executor_lane& lane, http::exchange_ptr e
 
 asgi_call::~asgi_call() = default;
 
-// Borrowed: the lifespan state of this app on the running loop, or null.
-PyObject* asgi_call::state() const {
-    PyObject* loop = running_loop();
-    if (!loop) return nullptr;
-    python::py_ref key(PyTuple_Pack(2, loop, app_.id.get()));
-    if (!key) return nullptr;
-    return PyDict_GetItemWithError(glue("_states"), key.get());
-}
-
 void asgi_call::run(completion_port& port) noexcept {
     port_ = &port;
     const names_t& n = names();
     PyObject* loop = running_loop();
-    PyObject* state = loop ? this->state() : nullptr;
+    PyObject* state = loop ? lifespan_state(app_) : nullptr;
     python::py_ref scope, channel, coro, task, on_done, added;
     if (loop && !PyErr_Occurred())
         scope = python::py_ref(app_.scope.build(*req_, facts_.decoded ? std::string_view(facts_.path) : req_->path, state));
@@ -320,81 +306,24 @@ PyObject* asgi_call::body() const {
 
 namespace {
 
-// Reads an ASGI header list ([name, value] pairs of bytes) into `out`;
-// `length` (if given) takes a content-length instead of `out`. False with
-// a Python exception set on a malformed list or field.
-bool read_fields(PyObject* fields, std::vector<http::response_header>& out, std::optional<std::uint64_t>* length) {
-    python::py_ref it(PyObject_GetIter(fields));
-    if (!it) return false;
-    while (python::py_ref item{PyIter_Next(it.get())}) {
-        python::py_ref seq(PySequence_Fast(item.get(), "each header must be a [name, value] pair"));
-        if (!seq) return false;
-        if (PySequence_Fast_GET_SIZE(seq.get()) != 2) {
-            PyErr_SetString(PyExc_ValueError, "each header must be a [name, value] pair");
-            return false;
-        }
-        std::string_view name, value;
-        if (!bytes_view(PySequence_Fast_GET_ITEM(seq.get(), 0), name, "a header name") ||
-            !bytes_view(PySequence_Fast_GET_ITEM(seq.get(), 1), value, "a header value"))
-            return false;
-        if (!http::is_token(name)) {
-            PyErr_Format(PyExc_ValueError, "invalid header name %R", PySequence_Fast_GET_ITEM(seq.get(), 0));
-            return false;
-        }
-        if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos) {
-            PyErr_Format(PyExc_ValueError, "header %R has CR, LF or NUL in its value", PySequence_Fast_GET_ITEM(seq.get(), 0));
-            return false;
-        }
-        if (length && http::ascii_iequals(name, "content-length")) {
-            std::uint64_t n = 0;
-            auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-            if (ec != std::errc() || p != value.data() + value.size()) {
-                PyErr_Format(PyExc_ValueError, "invalid content-length %R", PySequence_Fast_GET_ITEM(seq.get(), 1));
-                return false;
-            }
-            *length = n;
-            continue;  // the engine writes its own
-        }
-        out.push_back({std::string(name), std::string(value)});
-    }
-    return !PyErr_Occurred();
-}
-
 // The client announced it accepts trailer fields (RFC 9110 10.1.4).
 bool accepts_trailers(const http::request& req) {
-    for (const auto& h : req.headers) {
-        if (!http::ascii_iequals(h.name, "te")) continue;
-        std::string_view v = h.value;
-        while (!v.empty()) {
-            const auto comma = v.find(',');
-            std::string_view item = v.substr(0, comma);
-            item = item.substr(0, item.find(';'));
-            while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
-            while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
-            if (http::ascii_iequals(item, "trailers")) return true;
-            if (comma == std::string_view::npos) break;
-            v.remove_prefix(comma + 1);
-        }
-    }
-    return false;
+    return any_list_item(req, "te", [](std::string_view item) {
+        item = item.substr(0, item.find(';'));
+        while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+        return http::ascii_iequals(item, "trailers");
+    });
 }
 
 }  // namespace
 
 bool asgi_call::start(PyObject* status, PyObject* headers, bool trailers) {
-    if (!PyLong_Check(status)) {
-        PyErr_Format(PyExc_TypeError, "http.response.start status must be an int, not %.100s", Py_TYPE(status)->tp_name);
-        return false;
-    }
-    const long code = PyLong_AsLong(status);
-    if (code < 200 || code > 999) {
-        if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "http.response.start status %ld is not in 200..999", code);
-        return false;
-    }
+    unsigned code = 0;
+    if (!read_status(status, code, "http.response.start")) return false;
     std::vector<http::response_header> out;
     std::optional<std::uint64_t> length;
     if (!read_fields(headers, out, &length)) return false;
-    status_ = static_cast<unsigned>(code);
+    status_ = code;
     headers_ = std::move(out);
     content_length_ = length;
     start_seen_ = true;
@@ -410,19 +339,7 @@ void asgi_call::post_write(std::string data) {
     const std::size_t bound = app_.config.send_buffer;
     port_->post_fn([ex = ex_, f = flow_, lane, bound, n, data = std::move(data)]() mutable {
         ex->write(std::move(data));
-        f->credit += n;
-        if (f->armed) return;
-        f->armed = true;
-        std::weak_ptr<http::exchange> weak = ex;
-        // Room (or the client gone) is reported back to the loop, where
-        // send() awaits it.
-        ex->when_drained(bound, [f, weak, lane, bound] {
-            f->armed = false;
-            const std::size_t drained = std::exchange(f->credit, 0);
-            auto e = weak.lock();
-            const bool gone = !e || e->client_gone();
-            lane->post_fn_to_job([f, drained, gone, bound] { f->on_report(drained, gone, bound); });
-        });
+        report_room(ex, f, lane, bound, n, [](const http::exchange& e) { return e.client_gone(); });
     });
 }
 

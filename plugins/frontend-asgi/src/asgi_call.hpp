@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/system/error_code.hpp>
@@ -31,6 +32,12 @@ struct application {
     python::py_ref id;  // id(callable): with the loop, the key of its lifespan state
     scope_builder scope;
 };
+
+// Loop thread, GIL held. The running loop (borrowed; looked up once per
+// thread), and the lifespan state of `app` on it (borrowed, or null, with
+// an exception set on an error).
+PyObject* running_loop();
+PyObject* lifespan_state(const application& app);
 
 // Computed on the reactor, so the loop thread parses nothing.
 struct request_facts {
@@ -76,6 +83,26 @@ struct flow {
     void release_all();
 };
 
+// Reactor thread, after `n` bytes were queued on `target` (an exchange or
+// a byte stream): once its queue drops to `bound` bytes, or the peer is
+// gone (`gone(target)`), the bytes drained are reported to the loop, where
+// send() awaits room. One waiter per flow at a time.
+template <class Target, class Gone>
+void report_room(const std::shared_ptr<Target>& target, const std::shared_ptr<flow>& f, executor_lane* lane,
+                 std::size_t bound, std::size_t n, Gone gone) {
+    f->credit += n;
+    if (f->armed) return;
+    f->armed = true;
+    std::weak_ptr<Target> weak = target;
+    target->when_drained(bound, [f, weak, lane, bound, gone] {
+        f->armed = false;
+        const std::size_t drained = std::exchange(f->credit, 0);
+        auto t = weak.lock();
+        const bool is_gone = !t || gone(*t);
+        lane->post_fn_to_job([f, drained, is_gone, bound] { f->on_report(drained, is_gone, bound); });
+    });
+}
+
 class asgi_call final : public job {
 public:
     asgi_call(application& app, executor_lane& lane, http::exchange_ptr ex, request_facts facts);
@@ -112,7 +139,6 @@ public:
     void on_serve_end() noexcept;
 
 private:
-    PyObject* state() const;
     // send() of http.response.body / http.response.trailers.
     PyObject* send_body(PyObject* message);
     PyObject* send_trailers(PyObject* message);

@@ -15,6 +15,7 @@
 
 #include "asgi_channel.hpp"
 #include "asgi_glue.hpp"
+#include "asgi_ws_channel.hpp"
 
 namespace m0::asgi {
 
@@ -54,7 +55,7 @@ asgi_frontend::asgi_frontend(plugin_context& ctx) {
     py.chdir = app_.config.chdir;
     python::start(py);
     python::gil_scope gil;
-    if (!init_glue() || !init_channel_type()) {
+    if (!init_glue() || !init_channel_type() || !init_ws_channel_type()) {
         python::log_exception("asgi: cannot set up the ASGI glue");
         throw std::runtime_error("asgi: cannot set up the ASGI glue");
     }

@@ -10,6 +10,7 @@ namespace {
 // exchange's side; this side owns the ASGI message protocol.
 constexpr const char* glue_source = R"PY(
 import asyncio
+import collections
 import traceback
 
 # Lifespan state per (loop, id(app)): several ASGI mounts may share a loop.
@@ -66,6 +67,124 @@ async def _serve(app, scope, ch):
             ch.fail(None if ch.gone else "the application returned without sending http.response.start")
         elif not ch.ended:
             ch.fail(None if ch.gone else "the application returned before the response was complete")
+    finally:
+        ch.end()
+
+
+class _WebSocket:
+    """The application's side of one WebSocket (the websocket scope).
+
+    m0 pushes inbound messages here in order (_push, from the channel on
+    the loop thread) and receive() hands them out; each one taken is
+    reported to the channel (consumed), which keeps the queue bounded by
+    pausing the socket. send() checks the order of the ASGI messages and
+    passes them on to the channel."""
+
+    def __init__(self, ch):
+        self.ch = ch
+        self.inbox = collections.deque()
+        self.waiter = None
+        self.connected = False  # websocket.connect was handed out
+        self.closed = None      # (code, reason) once the connection ended
+        # connecting -> open (accepted) or response (denial) -> closed
+        self.state = "connecting"
+
+    def _push(self, message, size):
+        self.inbox.append((message, size))
+        self._wake()
+
+    def _gone(self, code, reason):
+        if self.closed is None:
+            self.closed = (code, reason)
+        self._wake()
+
+    def _wake(self):
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def receive(self):
+        if not self.connected:
+            self.connected = True
+            return {"type": "websocket.connect"}
+        while True:
+            if self.inbox:
+                message, size = self.inbox.popleft()
+                self.ch.consumed(size)
+                return message
+            if self.closed is not None:
+                return {"type": "websocket.disconnect", "code": self.closed[0], "reason": self.closed[1]}
+            if self.waiter is not None:
+                raise RuntimeError("receive() called while another receive() awaits")
+            self.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self.waiter
+            finally:
+                self.waiter = None
+
+    async def send(self, message):
+        kind = message["type"]
+        state = self.state
+        if state == "connecting":
+            if kind == "websocket.accept":
+                self.ch.accept(message.get("subprotocol"), message.get("headers") or ())
+                self.state = "open"
+            elif kind == "websocket.close":
+                self.ch.deny()  # HTTP 403
+                self._denied()
+            elif kind == "websocket.http.response.start":
+                self.ch.respond_start(message["status"], message.get("headers") or ())
+                self.state = "response"
+            else:
+                raise RuntimeError(f"unexpected ASGI message type {kind!r} before websocket.accept")
+        elif state == "response":
+            if kind != "websocket.http.response.body":
+                raise RuntimeError(f"unexpected ASGI message type {kind!r} after websocket.http.response.start")
+            more = bool(message.get("more_body", False))
+            self.ch.respond_body(message.get("body", b""), more)
+            if not more:
+                self._denied()
+        elif kind == "websocket.send" or kind == "websocket.close":
+            if state != "open" or self.closed is not None:
+                raise ClientDisconnected("the WebSocket is closed")
+            if kind == "websocket.close":
+                self.state = "closed"
+                reason = message.get("reason")
+                self.ch.close(message.get("code", 1000), "" if reason is None else reason)
+                return
+            data, text = message.get("bytes"), message.get("text")
+            if (data is None) == (text is None):
+                raise ValueError("websocket.send needs exactly one of 'bytes' and 'text'")
+            if self.ch.send(data if text is None else text):
+                room = asyncio.get_running_loop().create_future()
+                self.ch.wait_room(room)
+                await room
+        else:
+            raise RuntimeError(f"unexpected ASGI message type {kind!r} on a websocket scope ({state})")
+
+    def _denied(self):
+        # No WebSocket came of it: receive() says so from now on.
+        self.state = "closed"
+        self._gone(1006, "")
+
+
+async def _serve_ws(app, scope, ch):
+    ws = _WebSocket(ch)
+    ch.attach(ws)
+    try:
+        await app(scope, ws.receive, ws.send)
+    except asyncio.CancelledError:
+        ch.fail(None)
+        raise
+    except BaseException:
+        # After the connection ended there is no one to answer: an app that
+        # lets the disconnect (or the send() it made fail) escape is not logged.
+        ch.fail(None if ws.closed is not None else traceback.format_exc())
+    else:
+        if ws.state == "connecting":
+            ch.fail("the application returned without accepting or closing the WebSocket")
+        elif ws.state == "response":
+            ch.fail("the application returned before the websocket.http.response body was complete")
     finally:
         ch.end()
 

@@ -3,16 +3,11 @@
 #include <charconv>
 #include <cstdint>
 
+#include <m0/websocket/handshake.hpp>
+
+#include "asgi_websocket.hpp"
+
 namespace m0::asgi {
-
-namespace {
-
-bool is_websocket_upgrade(const http::request& req) {
-    auto upgrade = req.header("Upgrade");
-    return upgrade && http::ascii_iequals(*upgrade, "websocket");
-}
-
-}  // namespace
 
 bool asgi_handler::stream_body(const http::request& req) {
     auto value = req.header("content-length");
@@ -26,11 +21,15 @@ bool asgi_handler::stream_body(const http::request& req) {
 
 void asgi_handler::on_request(http::exchange_ptr ex) {
     const http::request& req = ex->req();
-    if (is_websocket_upgrade(req)) {
-        // Until the WebSocket scope lands: a clear answer, never a hang.
-        ex->respond(501, {{"Content-Type", "text/plain; charset=utf-8"}},
-                    "WebSocket is not supported on ASGI applications yet\n");
-        return;
+    // A malformed handshake is answered here (400/426) and never reaches
+    // the app; the app picks the subprotocol when it accepts.
+    std::optional<websocket::handshake_result> handshake;
+    if (websocket::is_upgrade_request(req)) {
+        handshake = websocket::check_handshake(req, app_.config.websocket.handshake);
+        if (!handshake->accepted) {
+            ex->respond(handshake->status, std::move(handshake->headers), std::move(handshake->body));
+            return;
+        }
     }
     request_facts facts;
     // Most paths have nothing to decode: the loop thread reads the raw one.
@@ -42,6 +41,10 @@ void asgi_handler::on_request(http::exchange_ptr ex) {
         }
         facts.path = std::move(*decoded);
         facts.decoded = true;
+    }
+    if (handshake) {
+        lane_.submit(std::make_unique<websocket_call>(app_, lane_, std::move(ex), std::move(facts), std::move(*handshake)));
+        return;
     }
     facts.body_streamed = ex->body_pending();
     lane_.submit(std::make_unique<asgi_call>(app_, lane_, std::move(ex), std::move(facts)));

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "asgi_fields.hpp"
+
 namespace m0::asgi {
 
 namespace {
@@ -93,6 +95,20 @@ bool scope_builder::init() {
     if (PyDict_SetItem(t.get(), k_type.get(), v_http.get()) || PyDict_SetItem(t.get(), k_scheme.get(), v_http.get()))
         return false;
     template_ = t;
+    // The websocket scope's keys in the order the spec lists them.
+    python::py_ref w(PyDict_New()), v_websocket, v_ws;
+    if (!w || !intern(k_subprotocols_, "subprotocols") || !intern(k_ws_response_, "websocket.http.response") ||
+        !intern(v_websocket, "websocket") || !intern(v_ws, "ws") || !intern(v_wss_, "wss"))
+        return false;
+    const python::py_ref* ws_keys[] = {&k_type,         &k_asgi_,    &k_http_version_, &k_scheme,
+                                       &k_path_,        &k_raw_path_, &k_query_string_, &k_root_path_,
+                                       &k_headers_,     &k_client_,  &k_server_,       &k_subprotocols_,
+                                       &k_extensions_,  &k_state_};
+    for (const auto* k : ws_keys)
+        if (PyDict_SetItem(w.get(), k->get(), Py_None)) return false;
+    if (PyDict_SetItem(w.get(), k_type.get(), v_websocket.get()) || PyDict_SetItem(w.get(), k_scheme.get(), v_ws.get()))
+        return false;
+    ws_template_ = w;
     return true;
 }
 
@@ -120,30 +136,52 @@ PyObject* scope_builder::address(const boost::asio::ip::tcp::endpoint& ep, boost
     return tuple;
 }
 
+bool scope_builder::fill(PyObject* d, const http::request& req, std::string_view path, PyObject* state,
+                         PyObject* extensions) {
+    return put(d, k_asgi_, PyDict_Copy(asgi_.get())) &&
+           put(d, k_http_version_, python::py_ref(req.version == 10 ? v_http10_ : v_http11_).release()) &&
+           put(d, k_path_, utf8(path)) && put(d, k_raw_path_, bytes(req.path)) &&
+           put(d, k_query_string_, bytes(req.query)) &&
+           // The mount's prefix (script_name); `path` keeps it, as the spec asks.
+           put(d, k_root_path_, utf8(req.script_name)) && put(d, k_headers_, headers_list(req.headers)) &&
+           // A connection's client tuple is not kept: with many connections
+           // interleaved it would rarely match; its host string does.
+           put(d, k_client_, address(req.remote, client_ep_, client_host_, client_tuple_, false)) &&
+           put(d, k_server_, address(req.local, server_ep_, server_host_, server_tuple_, true)) &&
+           put(d, k_extensions_, extensions) &&
+           put(d, k_state_, !state ? PyDict_New() : PyDict_Check(state) ? PyDict_Copy(state)
+                                                                        : PyObject_CallOneArg(reinterpret_cast<PyObject*>(&PyDict_Type), state));
+}
+
 PyObject* scope_builder::build(const http::request& req, std::string_view path, PyObject* state) {
     python::py_ref scope(PyDict_Copy(template_.get()));
     if (!scope) return nullptr;
-    PyObject* d = scope.get();
     PyObject* method = req.method == "GET"    ? python::py_ref(v_get_).release()
                        : req.method == "POST" ? python::py_ref(v_post_).release()
                                               : PyUnicode_FromStringAndSize(req.method.data(),
                                                                             static_cast<Py_ssize_t>(req.method.size()));
-    const bool ok =
-        put(d, k_asgi_, PyDict_Copy(asgi_.get())) &&
-        put(d, k_http_version_, python::py_ref(req.version == 10 ? v_http10_ : v_http11_).release()) &&
-        // "https" behind a proxy that says the client used TLS (the template holds "http").
-        (req.scheme != "https" || put(d, k_scheme_, python::py_ref(v_https_).release())) &&
-        put(d, k_method_, method) && put(d, k_path_, utf8(path)) && put(d, k_raw_path_, bytes(req.path)) &&
-        put(d, k_query_string_, bytes(req.query)) &&
-        // The mount's prefix (script_name); `path` keeps it, as the spec asks.
-        put(d, k_root_path_, utf8(req.script_name)) && put(d, k_headers_, headers_list(req.headers)) &&
-        // A connection's client tuple is not kept: with many connections
-        // interleaved it would rarely match; its host string does.
-        put(d, k_client_, address(req.remote, client_ep_, client_host_, client_tuple_, false)) &&
-        put(d, k_server_, address(req.local, server_ep_, server_host_, server_tuple_, true)) &&
-        put(d, k_extensions_, extensions()) &&
-        put(d, k_state_, !state ? PyDict_New() : PyDict_Check(state) ? PyDict_Copy(state)
-                                                                     : PyObject_CallOneArg(reinterpret_cast<PyObject*>(&PyDict_Type), state));
+    // "https" behind a proxy that says the client used TLS (the template holds "http").
+    const bool ok = put(scope.get(), k_method_, method) &&
+                    (req.scheme != "https" || put(scope.get(), k_scheme_, python::py_ref(v_https_).release())) &&
+                    fill(scope.get(), req, path, state, extensions());
+    return ok ? scope.release() : nullptr;
+}
+
+PyObject* scope_builder::build_websocket(const http::request& req, std::string_view path, PyObject* state) {
+    python::py_ref scope(PyDict_Copy(ws_template_.get()));
+    python::py_ref ext(scope ? PyDict_New() : nullptr);
+    if (!ext || !put(ext.get(), k_ws_response_, PyDict_New())) return nullptr;
+    // Every comma-separated token of every Sec-WebSocket-Protocol header, in order.
+    python::py_ref subprotocols(PyList_New(0));
+    if (!subprotocols) return nullptr;
+    bool failed = any_list_item(req, "sec-websocket-protocol", [&](std::string_view item) {
+        python::py_ref name(utf8(item));
+        return !name || PyList_Append(subprotocols.get(), name.get()) != 0;
+    });
+    if (failed) return nullptr;
+    const bool ok = put(scope.get(), k_subprotocols_, subprotocols.release()) &&
+                    (req.scheme != "https" || put(scope.get(), k_scheme_, python::py_ref(v_wss_).release())) &&
+                    fill(scope.get(), req, path, state, ext.release());
     return ok ? scope.release() : nullptr;
 }
 

@@ -27,18 +27,25 @@ public:
     // `state` (may be null) copied into scope["state"]; null with an
     // exception set. Loop thread, GIL held.
     PyObject* build(const http::request& req, std::string_view path, PyObject* state);
+    // The same for a WebSocket handshake: the websocket scope (scheme "ws",
+    // `subprotocols` from Sec-WebSocket-Protocol, no method).
+    PyObject* build_websocket(const http::request& req, std::string_view path, PyObject* state);
 
 private:
+    // Sets the keys both scopes share on `d`, a copy of a template.
+    bool fill(PyObject* d, const http::request& req, std::string_view path, PyObject* state,
+              PyObject* extensions);
     PyObject* address(const boost::asio::ip::tcp::endpoint& ep, boost::asio::ip::tcp::endpoint& last_ep,
                       python::py_ref& last_host, python::py_ref& last_tuple, bool keep_tuple);
 
     // {"http.response.pathsend": {}}, new: its inner dict is the app's too.
     PyObject* extensions() const;
 
-    python::py_ref template_, asgi_;
+    python::py_ref template_, ws_template_, asgi_;
+    python::py_ref k_subprotocols_, k_ws_response_;
     python::py_ref k_pathsend_, k_trailers_, k_asgi_, k_http_version_, k_method_, k_path_, k_raw_path_, k_query_string_, k_root_path_,
         k_headers_, k_client_, k_server_, k_extensions_, k_state_;
-    python::py_ref v_http10_, v_http11_, v_get_, v_post_, k_scheme_, v_https_;
+    python::py_ref v_http10_, v_http11_, v_get_, v_post_, k_scheme_, v_https_, v_wss_;
     // Server addresses repeat on every request of a listener, client hosts
     // on every request of a peer (ports differ per connection).
     boost::asio::ip::tcp::endpoint server_ep_, client_ep_;

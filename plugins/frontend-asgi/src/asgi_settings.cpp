@@ -4,12 +4,13 @@
 #include <filesystem>
 
 #include <m0/config.hpp>
+#include <m0/websocket/options_config.hpp>
 
 namespace m0::asgi {
 namespace fs = std::filesystem;
 
 settings read_settings(const config_node& section) {
-    section.allow_keys({"type", "app", "chdir", "lifespan", "send_buffer", "input_buffer"});
+    section.allow_keys({"type", "app", "chdir", "lifespan", "send_buffer", "input_buffer", "websocket"});
     settings s;
     auto app = section.optional_string("app");
     if (!app || app->empty())
@@ -29,6 +30,13 @@ settings read_settings(const config_node& section) {
     if (s.send_buffer < 4096) section.fail("send_buffer", "must be at least 4k");
     s.input_buffer = section.byte_size("input_buffer", 64 * 1024, std::uint64_t(1) << 30);
     if (s.input_buffer < 4096) section.fail("input_buffer", "must be at least 4k");
+    if (auto ws = section.child("websocket"); ws.present()) {
+        if (!ws.is_map()) section.fail("websocket", "expected a map of WebSocket settings, e.g. {max_message_size: 16m}");
+        if (ws.has("subprotocols"))
+            ws.fail("subprotocols", "the application picks the subprotocol (`subprotocol` in websocket.accept)");
+        s.websocket = websocket::parse_websocket_options(ws, {"max_queue"});
+        s.websocket_max_queue = static_cast<std::size_t>(ws.integer("max_queue", 16, 1, 65536));
+    }
     return s;
 }
 

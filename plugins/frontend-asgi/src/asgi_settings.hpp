@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <string>
 
+#include <m0/websocket/accept.hpp>
+
 namespace m0 {
 class config_node;
 }
@@ -20,6 +22,11 @@ struct settings {
     // the app runs; larger and chunked ones stream through receive() in
     // pieces of at most this.
     std::size_t input_buffer = 64 * 1024;
+    // The websocket scope: the session keys of libs/websocket (the
+    // application picks the subprotocol itself, in websocket.accept).
+    websocket::websocket_options websocket;
+    // Inbound messages queued for the app before m0 stops reading the socket.
+    std::size_t websocket_max_queue = 16;
 };
 
 // Throws m0::config_error naming the offending key.

@@ -161,6 +161,22 @@ BOOST_AUTO_TEST_CASE(body_timeout_applies_while_pulling) {
     BOOST_TEST(eventually([&] { return srv.handler().pull_error.load() == int(boost::asio::error::timed_out); }));
 }
 
+BOOST_AUTO_TEST_CASE(body_cut_short_by_the_client_is_answered_400) {
+    // Content-Length promises 10 bytes; the client sends 3 and shuts down
+    // its side. The request can never be complete: the engine answers 400
+    // (the client still reads) and the pull fails with eof.
+    test_server srv;
+    test_client c(srv.port());
+    c.send("POST /pull-echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
+    c.shutdown_send();
+    auto r = c.read_response();
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->status == 400);
+    BOOST_TEST(c.closed_by_peer());
+    BOOST_TEST(eventually([&] { return srv.handler().pull_error.load() == int(boost::asio::error::eof); }));
+    BOOST_TEST(eventually([&] { return srv.stats().in_flight.load() == 0; }));
+}
+
 BOOST_AUTO_TEST_CASE(half_closed_client_gets_the_whole_response) {
     test_server srv;
     {

@@ -162,3 +162,20 @@ def test_expect_100_continue_is_answered_when_the_app_reads(m0_server):
         s.sendall(b"e" * 10_000)
         r = reader.read()
     assert json.loads(r.body)["bytes"] == 10_000
+
+
+def test_upload_cut_short_by_the_client_is_400_not_an_app_error(m0_server):
+    # Content-Length promised more than the client sent before it shut down
+    # its side: the request can never be complete. That is the client's
+    # fault: m0 answers 400 (the half-closed client still reads it), the
+    # app sees http.disconnect, and nothing is logged as the app's error.
+    server = body_server(m0_server, "body_apps:digest")
+    with server.connect() as s:
+        s.sendall(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n" + b"z" * 10_000)
+        s.shutdown(socket.SHUT_WR)
+        raw = m0test.recv_until_closed(s, timeout=30)
+    assert raw.startswith(b"HTTP/1.1 400 "), raw
+    server.wait_for_log("digest: http.disconnect after")
+    out = server.output()
+    assert "Traceback" not in out and "error" not in out, out
+    assert m0test.request(server.port, "POST", "/", body=b"ok").status == 200

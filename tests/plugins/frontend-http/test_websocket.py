@@ -4,7 +4,6 @@ what a user's client does, raw frames for what a well-behaved client never
 sends."""
 import os
 import signal
-import socket
 import struct
 
 import pytest
@@ -12,8 +11,8 @@ from websockets.exceptions import ConnectionClosedError, ConnectionClosedOK, Inv
 from websockets.sync.client import connect
 
 import m0test
-from support.ws_frames import client_frame, raw_upgrade, read_close, read_frame
 from m0test import request, run_m0
+from support.websocket_frames import client_frame, raw_upgrade, read_close, read_frame
 
 
 def echo_config(options="{handler: echo}", drain_timeout="20s"):
@@ -30,9 +29,6 @@ def ws_connect(server, **kwargs):
     kwargs.setdefault("close_timeout", m0test.scaled(10))
     kwargs.setdefault("ping_interval", None)
     return connect(url(server), **kwargs)
-
-
-# --- raw frames: support/ws_frames.py -----------------------------------------
 
 
 def assert_closed(sock):

@@ -15,7 +15,7 @@ from websockets.sync.client import connect
 
 import m0test
 from support.wsgi_deployment import wsgi_config
-from support.ws_frames import client_frame, raw_upgrade, read_frame
+from support.websocket_frames import client_frame, raw_upgrade, read_frame
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
 

@@ -71,12 +71,12 @@ public:
     bool compresses() const noexcept { return deflate_ && deflate_->server_max_window_bits >= 9; }
     // Starts the close handshake with `code` (close_code::...).
     void close(std::uint16_t code, std::string_view reason = {});
-
-    // Stops reading the peer until resume_reading(): an application that
-    // handles messages elsewhere (an executor) and fell behind slows the
-    // peer through TCP instead of queueing without bound. Keepalive does not
-    // count the pause against the peer.
-    void pause_reading() noexcept { paused_ = true; }
+    // Stops reading the socket after the bytes already read (their messages
+    // are still delivered) until resume_reading(): a consumer whose queue of
+    // inbound messages is full slows its peer through TCP instead of
+    // buffering. Keepalive pings pause with it (an unread pong is no sign of
+    // a dead peer).
+    void pause_reading();
     void resume_reading();
 
     bool is_open() const noexcept { return state_ == state::open; }
@@ -93,7 +93,8 @@ private:
     using clock = std::chrono::steady_clock;
 
     void read();
-    void read_unless_paused();
+    // read() now, or once the write buffer drained below max_write_buffer.
+    void continue_reading();
     void on_read(boost::system::error_code ec, std::string_view data);
     void arm_timer();
     void on_timer();
@@ -113,13 +114,13 @@ private:
     message_handler on_message_;
     close_handler on_close_;
     state state_ = state::open;
+    bool reading_ = false;  // an async_read is on its way
+    bool paused_ = false;   // pause_reading()
     boost::asio::steady_timer timer_;
     clock::time_point last_read_;     // any byte from the peer
     clock::time_point last_message_;  // a data message either way
     clock::time_point ping_sent_;
     bool awaiting_pong_ = false;
-    bool paused_ = false;       // pause_reading()
-    bool read_parked_ = false;  // a read is owed once the pause ends
     clock::time_point close_deadline_;
     std::uint16_t close_code_ = close_code::no_status;
     std::string close_reason_;

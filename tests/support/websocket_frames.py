@@ -1,5 +1,6 @@
 """Raw WebSocket frames for end-to-end tests: what a well-behaved client
-never sends, and a client that reads exactly when the test says so."""
+never sends, a client that reads exactly when the test says so, and one
+that vanishes without a close frame."""
 import base64
 import os
 import struct
@@ -47,14 +48,15 @@ def read_frame(sock):
 
 
 def read_close(sock):
-    """The close code of the next frame, which must be a close frame."""
+    """(code, reason) of the next frame, which must be a close frame."""
     opcode, payload = read_frame(sock)
     assert opcode == 0x8, (opcode, payload)
     return struct.unpack("!H", payload[:2])[0], payload[2:].decode()
 
 
-def raw_upgrade(server, headers="", path="/ws", sock=None):
-    """A connection switched to WebSocket by GET `path` (on `sock` if given)."""
+def raw_upgrade(server, path="/ws", headers="", sock=None):
+    """A connection to `server` (an m0test.Server), or `sock`, after its 101
+    answer to GET `path`."""
     s = sock or server.connect(timeout=30)
     key = base64.b64encode(os.urandom(16)).decode()
     s.sendall((f"GET {path} HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
