@@ -11,24 +11,13 @@ import threading
 
 import pytest
 from websockets.exceptions import ConnectionClosed, ConnectionClosedError, ConnectionClosedOK, InvalidStatus
-from websockets.sync.client import connect
 
 import m0test
 from conftest import APPS, asgi_config, needs_asgi
+from support.websocket_client import recv, ws_connect
 from support.websocket_frames import client_frame, raw_upgrade, read_close, read_frame
 
 pytestmark = needs_asgi
-
-
-def ws_connect(server, path="/ws", **kwargs):
-    kwargs.setdefault("open_timeout", m0test.scaled(10))
-    kwargs.setdefault("close_timeout", m0test.scaled(10))
-    kwargs.setdefault("ping_interval", None)
-    return connect(f"ws://127.0.0.1:{server.port}{path}", **kwargs)
-
-
-def recv(ws):
-    return ws.recv(timeout=m0test.scaled(10))
 
 
 def unb64(value):

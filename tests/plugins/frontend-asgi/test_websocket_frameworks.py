@@ -5,24 +5,15 @@ import sys
 
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
-from websockets.sync.client import connect
 
 import m0test
 from conftest import asgi_config, needs_asgi
+from support.websocket_client import recv, ws_connect
 
 pytestmark = needs_asgi
 
 # The embedded interpreter uses the test venv (sys.prefix), which has both.
 VENV = f"python:\n  venv: {sys.prefix}\n"
-
-
-def ws_connect(server, path, **kwargs):
-    return connect(f"ws://127.0.0.1:{server.port}{path}", open_timeout=m0test.scaled(10),
-                   close_timeout=m0test.scaled(10), ping_interval=None, **kwargs)
-
-
-def recv(ws):
-    return ws.recv(timeout=m0test.scaled(10))
 
 
 def test_starlette_websocket_route(m0_server):

@@ -8,10 +8,10 @@ import struct
 
 import pytest
 from websockets.exceptions import ConnectionClosedError, ConnectionClosedOK, InvalidStatus
-from websockets.sync.client import connect
 
 import m0test
 from m0test import request, run_m0
+from support import websocket_client
 from support.websocket_frames import client_frame, raw_upgrade, read_close, read_frame
 
 
@@ -25,10 +25,7 @@ def url(server):
 
 
 def ws_connect(server, **kwargs):
-    kwargs.setdefault("open_timeout", m0test.scaled(10))
-    kwargs.setdefault("close_timeout", m0test.scaled(10))
-    kwargs.setdefault("ping_interval", None)
-    return connect(url(server), **kwargs)
+    return websocket_client.ws_connect(server, "/ws", **kwargs)
 
 
 def assert_closed(sock):

@@ -11,10 +11,11 @@ import threading
 
 import pytest
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
-from websockets.sync.client import connect
 
 import m0test
 from support.wsgi_deployment import wsgi_config
+from support import websocket_client
+from support.websocket_client import recv
 from support.websocket_frames import client_frame, raw_upgrade, read_frame
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
@@ -25,14 +26,7 @@ def config(realtime="{}", threads=4, drain_timeout="10s", executor="pool"):
 
 
 def ws_connect(server, query="", **kwargs):
-    kwargs.setdefault("open_timeout", m0test.scaled(10))
-    kwargs.setdefault("close_timeout", m0test.scaled(10))
-    kwargs.setdefault("ping_interval", None)
-    return connect(f"ws://127.0.0.1:{server.port}/ws?{query}", **kwargs)
-
-
-def recv(ws):
-    return ws.recv(timeout=m0test.scaled(10))
+    return websocket_client.ws_connect(server, f"/ws?{query}", **kwargs)
 
 
 def closed_by_server(ws):
