@@ -68,6 +68,39 @@ std::string_view header_or_empty(const http::request* req, std::string_view name
     return req->header(name).value_or(std::string_view{});
 }
 
+// The user name of `Authorization: Basic` credentials (RFC 7617: base64 of
+// "user:password"), as gunicorn's %(u)s; empty when there is none or it does
+// not decode. The password is never kept.
+std::string basic_auth_user(const http::request* req) {
+    auto value = header_or_empty(req, "authorization");
+    constexpr std::string_view scheme = "basic ";
+    if (value.size() <= scheme.size()) return {};
+    for (std::size_t i = 0; i < scheme.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(value[i])) != scheme[i]) return {};
+    value.remove_prefix(scheme.size());
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    std::string decoded;
+    unsigned bits = 0, acc = 0;
+    for (char c : value) {
+        int v = c >= 'A' && c <= 'Z' ? c - 'A'
+              : c >= 'a' && c <= 'z' ? c - 'a' + 26
+              : c >= '0' && c <= '9' ? c - '0' + 52
+              : c == '+' ? 62 : c == '/' ? 63 : c == '=' ? -2 : -1;
+        if (v == -2) break;  // padding: the end
+        if (v < 0) return {};
+        acc = (acc << 6) | static_cast<unsigned>(v);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            decoded.push_back(static_cast<char>((acc >> bits) & 0xFF));
+        }
+    }
+    const auto colon = decoded.find(':');
+    if (colon == std::string::npos) return {};
+    decoded.resize(colon);
+    return decoded;
+}
+
 std::string_view protocol(const http::request& req) { return req.version == 10 ? "HTTP/1.0" : "HTTP/1.1"; }
 
 // Formats the wall clock at most once a second per thread.
@@ -183,8 +216,13 @@ void access_log_format::render_text(const response_record& r, int pid, std::stri
         switch (a.k) {
             case kind::literal: out += a.text; break;
             case kind::remote_host: out += r.remote.address().to_string(); break;
-            case kind::dash:
-            case kind::user: out.push_back('-'); break;
+            case kind::dash: out.push_back('-'); break;
+            case kind::user: {
+                const auto user = basic_auth_user(req);
+                if (user.empty()) out.push_back('-');
+                else append_escaped(out, user);
+                break;
+            }
             case kind::time_clf: out.append(now_text.clf, now_text.clf_size); break;
             case kind::request_line:
                 if (!req) {

@@ -93,6 +93,23 @@ BOOST_FIXTURE_TEST_CASE(json_lines_escape_and_use_null_for_absent, fixture) {
     BOOST_TEST(line.back() == '\n');
 }
 
+BOOST_FIXTURE_TEST_CASE(the_user_is_the_basic_credentials_name, fixture) {
+    const auto f = access_log_format::text("%(u)s");
+    BOOST_TEST(render(f) == "-\n");  // no Authorization header
+    req.headers.push_back({"Authorization", "Basic YWxpY2U6czNjcmV0"});  // alice:s3cret
+    BOOST_TEST(render(f) == "alice\n");
+    req.headers.back().value = "basic  Ym9iOg==";  // bob: (case-insensitive scheme, empty password)
+    BOOST_TEST(render(f) == "bob\n");
+    req.headers.back().value = "Basic bm8gY29sb24=";  // "no colon": not credentials
+    BOOST_TEST(render(f) == "-\n");
+    req.headers.back().value = "Bearer YWxpY2U6czNjcmV0";
+    BOOST_TEST(render(f) == "-\n");
+    req.headers.back().value = "Basic !!!";
+    BOOST_TEST(render(f) == "-\n");
+    req.headers.back().value = "Basic IgpcOng=";  // "\"\n\\:x": escaped like any client text
+    BOOST_TEST(render(f) == "\\x22\\x0a\\x5c\n");
+}
+
 BOOST_AUTO_TEST_CASE(bad_formats_name_the_problem) {
     BOOST_TEST(error_of("%(h)s %(zz)s").find("unknown atom '%(zz)s'") != std::string::npos);
     BOOST_TEST(error_of("100% sure").find("'%' at offset 3 starts no atom") != std::string::npos);
