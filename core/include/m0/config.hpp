@@ -69,6 +69,7 @@ public:
     // getters recorded: for a setting the plugin takes from elsewhere (an
     // environment override), so that `m0 --check` shows what will run.
     void set_effective(std::string_view key, std::string_view value) const;
+    void set_effective(std::string_view key, const std::vector<std::string>& values) const;
 
     // The node itself as a scalar (for sequence items).
     std::string as_string() const;

@@ -472,6 +472,10 @@ void config_node::set_effective(std::string_view key, std::string_view value) co
     record(*tree_, join_path(path_, key), scalar_value(std::string(value), true));
 }
 
+void config_node::set_effective(std::string_view key, const std::vector<std::string>& values) const {
+    record(*tree_, join_path(path_, key), string_list_value(values));
+}
+
 std::string config_node::as_string() const {
     const auto at = locate_readable(*tree_, path_);
     if (!at.node || at.node->type != kind::scalar) throw_at(at.where, path_, "expected a string, found " + describe(at.node));

@@ -109,6 +109,8 @@ void parse_plugins(const config_node& plugins, server_config& out) {
     const std::filesystem::path base = plugins.child("path").base_dir();
     for (const auto& dir : plugins.string_list("path", {}))
         out.plugin_paths.push_back((base / dir).lexically_normal().string());
+    // --check prints a config valid from anywhere.
+    if (!out.plugin_paths.empty()) plugins.set_effective("path", out.plugin_paths);
 }
 
 void parse_frontend(const config_node& root, server_config& out) {

@@ -114,6 +114,7 @@ interpreter_settings read_settings(const config_node& root) {
     if (!s.venv.empty() && !fs::exists(fs::path(s.venv) / "pyvenv.cfg"))
         py.fail("venv", "'" + s.venv + "' is not a virtual environment (no pyvenv.cfg)");
     for (const auto& p : py.string_list("path", {})) s.path.push_back(resolve(base, p));
+    if (!s.path.empty()) py.set_effective("path", s.path);  // absolute, as venv above
     return s;
 }
 

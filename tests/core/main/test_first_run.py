@@ -118,10 +118,14 @@ def test_check_prints_absolute_paths_and_warns_of_static_files_at_the_root(tmp_p
     project = tmp_path / "project"
     (project / "src").mkdir(parents=True)
     (project / "www").mkdir()
+    (project / "lib").mkdir()
+    (project / "extra-plugins").mkdir()
+    (project / "lib" / "greeting.py").write_text("TEXT = b'hi'\n")
     (project / "src" / "hello.py").write_text(
+        "from greeting import TEXT\n"
         "def app(environ, start_response):\n"
         "    start_response('200 OK', [('Content-Length', '2')])\n"
-        "    return [b'hi']\n")
+        "    return [TEXT]\n")
     venv = os.path.relpath(sys.prefix, project)
     (project / "m0.yaml").write_text(
         "frontend:\n"
@@ -129,12 +133,13 @@ def test_check_prints_absolute_paths_and_warns_of_static_files_at_the_root(tmp_p
         "  app: hello:app\n"
         "  chdir: src\n"
         "  static: {root: www}\n"
-        f"python: {{venv: {venv}}}\n"
+        f"python: {{venv: {venv}, path: [lib]}}\n"
+        "plugins: {path: [extra-plugins]}\n"
         "log: {access: true, access_file: access.log}\n")
     out = m0test.run_m0("--config", str(project / "m0.yaml"), "--check")
     assert out.returncode == 0, out.stderr
     for line in (f"chdir: {project / 'src'}", f"root: {project / 'www'}", f"venv: {sys.prefix}",
-                 f"access_file: {project / 'access.log'}"):
+                 f"access_file: {project / 'access.log'}", str(project / "lib"), str(project / "extra-plugins")):
         assert line in out.stdout, out.stdout
     assert "frontend.static: files at prefix '/' hide the application from every GET and HEAD" in out.stderr
     assert f"{project / 'm0.yaml'}:5:" in out.stderr  # where the static mount is
@@ -147,7 +152,7 @@ def test_check_prints_absolute_paths_and_warns_of_static_files_at_the_root(tmp_p
     # With a prefix, no warning.
     (project / "m0.yaml").write_text(
         "frontend: {type: wsgi, app: 'hello:app', chdir: src, static: {prefix: /static/, root: www}}\n"
-        f"python: {{venv: {venv}}}\n")
+        f"python: {{venv: {venv}, path: [lib]}}\n")
     out = m0test.run_m0("--config", str(project / "m0.yaml"), "--check")
     assert out.returncode == 0 and "hide the application" not in out.stderr, out.stderr
 
