@@ -604,6 +604,9 @@ std::string own_executable() {
 pid_t start_check(const std::string& exe, const run_options& options) {
     std::vector<std::string> args = options.command_line;
     args.push_back("--check");
+    // Built before the fork: the child calls nothing but system calls until
+    // it execs, since another thread (metrics) may hold the allocator's lock.
+    auto argv = exec_argv(args);
     const pid_t pid = ::fork();
     if (pid != 0) return pid;
     const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -611,7 +614,6 @@ pid_t start_check(const std::string& exe, const run_options& options) {
     sigset_t none;
     sigemptyset(&none);
     pthread_sigmask(SIG_SETMASK, &none, nullptr);
-    auto argv = exec_argv(args);
     ::execv(exe.c_str(), argv.data());
     ::_exit(127);
 }
@@ -712,10 +714,17 @@ int run_prefork(deployment& d, const run_options& options, std::vector<inherited
     so.metrics_slots = d.metrics ? d.metrics->process_count() : 0;
     so.previous = std::move(previous);
     fork_hooks hooks;
-    hooks.before_fork = [&] { d.composed->before_fork(); };
-    hooks.after_fork_parent = [&] { d.composed->after_fork_parent(); };
+    hooks.before_fork = [&] {
+        d.composed->before_fork();
+        if (d.metrics_server) d.metrics_server->pause_for_fork();
+    };
+    hooks.after_fork_parent = [&] {
+        if (d.metrics_server) d.metrics_server->resume_after_fork();
+        d.composed->after_fork_parent();
+    };
     hooks.after_fork_child = [&](unsigned) {
         if (d.metrics_server) {
+            d.metrics_server->resume_after_fork();
             d.metrics_server->forget_in_child();
             (void)d.metrics_server.release();  // its thread is the supervisor's
         }

@@ -76,7 +76,11 @@ metrics_server::~metrics_server() {
 }
 
 void metrics_server::start() {
+    std::unique_lock lock(fork_guard_);
     thread_ = start_signal_free_thread([this] { run(); });
+    // Until run() holds the guard the new thread may be inside its own start
+    // (the sanitizers allocate there): a fork must wait for it.
+    running_.wait(lock, [&] { return started_; });
 }
 
 void metrics_server::forget_in_child() noexcept {
@@ -85,7 +89,15 @@ void metrics_server::forget_in_child() noexcept {
     listen_fd_ = stop_fd_ = -1;
 }
 
+void metrics_server::pause_for_fork() { fork_guard_.lock(); }
+void metrics_server::resume_after_fork() { fork_guard_.unlock(); }
+
 void metrics_server::run() {
+    // The guard is held but inside poll(): a fork (pause_for_fork) then finds
+    // this thread holding no lock of the allocator, the log or anything else.
+    std::unique_lock guard(fork_guard_);
+    started_ = true;
+    running_.notify_all();
     pthread_setname_np(pthread_self(), "m0-metrics");
     ::fcntl(listen_fd_, F_SETFL, ::fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
     std::vector<pollfd> fds;
@@ -110,8 +122,13 @@ void metrics_server::run() {
         if (wake_at != clock::time_point::max())
             timeout = static_cast<int>(std::max<long long>(
                 0, std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now).count() + 1));
-        if (::poll(fds.data(), fds.size(), timeout) < 0) {
-            if (errno == EINTR) continue;
+        guard.unlock();
+        const int ready = ::poll(fds.data(), fds.size(), timeout);
+        const int poll_errno = errno;
+        guard.lock();
+        if (ready < 0) {
+            if (poll_errno == EINTR) continue;
+            errno = poll_errno;
             log::error(std::string("metrics: poll failed: ") + std::strerror(errno));
             return;
         }

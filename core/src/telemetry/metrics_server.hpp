@@ -10,8 +10,10 @@
 // reader falls 1 MiB behind is dropped. Streams end once the deployment
 // drains.
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -41,6 +43,10 @@ public:
     // In a forked child: closes the sockets. The thread exists only in the
     // parent, so the child then leaks this object instead of destroying it.
     void forget_in_child() noexcept;
+    // Around a fork() of the supervisor: the thread is parked in poll(), so
+    // the child inherits no lock it held. Resume in parent and child.
+    void pause_for_fork();
+    void resume_after_fork();
 
 private:
     struct connection;
@@ -56,6 +62,9 @@ private:
     const metrics_table& table_;
     int listen_fd_ = -1;
     int stop_fd_ = -1;  // eventfd: wakes the thread's poll to stop
+    std::mutex fork_guard_;  // held by the thread except while it waits in poll()
+    std::condition_variable running_;
+    bool started_ = false;  // run() holds fork_guard_ (under it)
     std::thread thread_;
     std::vector<std::unique_ptr<connection>> connections_;  // the thread's own
     clock::time_point next_tick_{};
