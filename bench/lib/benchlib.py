@@ -7,6 +7,7 @@ stopped by process group, never by name.
 """
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -45,6 +46,35 @@ def ensure_venv(tools):
     subprocess.run([os.path.join(bin_dir, "pip"), "install", "-q", "-r", os.path.join(BENCH_DIR, "requirements.txt")],
                    check=True)
     return bin_dir
+
+
+def build_client(name, compiler="c++"):
+    """The path of the load generator bench/clients/<name>.cpp, compiled
+    (header-only Asio and Beast, -O2) into build/bench/<name> when missing or
+    older than its source."""
+    src = os.path.join(BENCH_DIR, "clients", f"{name}.cpp")
+    out_dir = os.path.join(REPO_DIR, "build", "bench")
+    binary = os.path.join(out_dir, name)
+    if os.path.exists(binary) and os.path.getmtime(binary) >= os.path.getmtime(src):
+        return binary
+    os.makedirs(out_dir, exist_ok=True)
+    print(f"compiling {src} ...", file=sys.stderr)
+    subprocess.run([compiler, "-O2", "-std=c++20", "-pthread", src, "-o", binary + ".tmp"], check=True)
+    os.replace(binary + ".tmp", binary)
+    return binary
+
+
+def raise_nofile(needed):
+    """Raises this process's RLIMIT_NOFILE (inherited by the servers and
+    clients it starts) to at least `needed`, or exits saying what to do."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= needed:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(needed, soft), max(needed, hard)))
+    except (ValueError, OSError):
+        sys.exit(f"needs {needed} open files per process; the hard limit is {hard}: "
+                 f"raise it (ulimit -Hn {needed} as root, or LimitNOFILE=) or ask for fewer connections")
 
 
 def free_port():
