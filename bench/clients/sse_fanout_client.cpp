@@ -22,9 +22,10 @@
 //
 // Comment lines (the heartbeat) are skipped; an event whose data is not
 // "<integer> <integer>" fails the run.
+#include "client_support.hpp"
+
 #include <boost/asio.hpp>
 
-#include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
@@ -44,22 +45,12 @@ using error_code = boost::system::error_code;
 
 namespace {
 
-[[noreturn]] void fail(const std::string& what) {
-    std::cerr << "sse_fanout_client: " << what << std::endl;
-    std::_Exit(1);
-}
+[[noreturn]] void fail(const std::string& what) { bench::fail("sse_fanout_client", what); }
 
 std::int64_t now_ns() {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-double cpu_seconds() {
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    auto tv = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
-    return tv(ru.ru_utime) + tv(ru.ru_stime);
 }
 
 // What every stream reports to.
@@ -237,7 +228,7 @@ private:
         tally_.events = 0;
         for (auto& s : streams_)
             s->events = 0;
-        cpu_start_ = cpu_seconds();
+        cpu_start_ = bench::cpu_seconds();
     }
 
     void read_command() {
@@ -296,7 +287,7 @@ private:
         const auto p50 = pct(50), p99 = pct(99), mx = pct(100);
         std::cout << "events=" << tally_.events << " min=" << lo << " max=" << hi << " p50_us=" << p50
                   << " p99_us=" << p99 << " max_us=" << mx << " closed=" << tally_.closed
-                  << " cpu=" << cpu_seconds() - cpu_start_ << std::endl;
+                  << " cpu=" << bench::cpu_seconds() - cpu_start_ << std::endl;
     }
 
     net::io_context& ioc_;

@@ -21,11 +21,12 @@
 //
 // Any error (connect, handshake, a closed connection, a wrong message, the
 // TIMEOUT_S deadline) prints what happened to stderr and exits 1.
+#include "client_support.hpp"
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 
-#include <sys/resource.h>
 
 #include <charconv>
 #include <chrono>
@@ -44,17 +45,7 @@ using tcp = net::ip::tcp;
 
 namespace {
 
-[[noreturn]] void fail(const std::string& what) {
-    std::cerr << "ws_broadcast_client: " << what << std::endl;
-    std::_Exit(1);
-}
-
-double cpu_seconds() {
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    auto tv = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
-    return tv(ru.ru_utime) + tv(ru.ru_stime);
-}
+[[noreturn]] void fail(const std::string& what) { bench::fail("ws_broadcast_client", what); }
 
 struct options {
     std::string host, port, path;
@@ -130,7 +121,7 @@ public:
                 fail("expected \"go\" on stdin");
             going_ = true;
             started_ = std::chrono::steady_clock::now();
-            cpu_start_ = cpu_seconds();
+            cpu_start_ = bench::cpu_seconds();
             for (auto& c : clients_)
                 c->send_more();
         });
@@ -143,7 +134,7 @@ public:
             return;
         finished_ = true;
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-        std::cout << "received=" << received_ << " seconds=" << seconds << " cpu=" << cpu_seconds() - cpu_start_
+        std::cout << "received=" << received_ << " seconds=" << seconds << " cpu=" << bench::cpu_seconds() - cpu_start_
                   << std::endl;
         deadline_.cancel();
         stdin_.close();

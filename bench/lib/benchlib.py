@@ -51,11 +51,14 @@ def ensure_venv(tools):
 def build_client(name, compiler="c++"):
     """The path of the load generator bench/clients/<name>.cpp, compiled
     (header-only Asio and Beast, -O2) into build/bench/<name> when missing or
-    older than its source."""
-    src = os.path.join(BENCH_DIR, "clients", f"{name}.cpp")
+    older than its source or a header beside it."""
+    clients = os.path.join(BENCH_DIR, "clients")
+    src = os.path.join(clients, f"{name}.cpp")
     out_dir = os.path.join(REPO_DIR, "build", "bench")
     binary = os.path.join(out_dir, name)
-    if os.path.exists(binary) and os.path.getmtime(binary) >= os.path.getmtime(src):
+    newest = max(os.path.getmtime(os.path.join(clients, f)) for f in os.listdir(clients)
+                 if f == f"{name}.cpp" or f.endswith(".hpp"))
+    if os.path.exists(binary) and os.path.getmtime(binary) >= newest:
         return binary
     os.makedirs(out_dir, exist_ok=True)
     print(f"compiling {src} ...", file=sys.stderr)
