@@ -11,7 +11,9 @@
 // anything else fails the run (exit 1, the reason on stderr). When every stream
 // has its head it prints "held N", then obeys commands on stdin, one per line:
 //
-//   reset             forget what was counted; prints "ok"
+//   reset SEQ         forget what was counted, and count from now on only the
+//                     events whose sequence number is SEQ or more (a slow
+//                     server may still deliver earlier ones); prints "ok"
 //   wait EVENTS MS    returns once EVENTS events arrived since the reset, or MS
 //                     milliseconds passed; prints "ok" or "timeout"
 //   report            prints "events=E min=A max=B p50_us=.. p99_us=.. max_us=..
@@ -20,8 +22,8 @@
 //                     closed, and this process's CPU seconds since the reset
 //   quit              exits 0
 //
-// Comment lines (the heartbeat) are skipped; an event whose data is not
-// "<integer> <integer>" fails the run.
+// Comment lines (the heartbeat) are skipped; an event whose data does not
+// start "<integer> <integer>" fails the run.
 #include "client_support.hpp"
 
 #include <boost/asio.hpp>
@@ -57,6 +59,7 @@ std::int64_t now_ns() {
 struct tally {
     std::vector<std::uint32_t> latency_us;  // one per event since the reset
     long long events = 0;
+    long long min_seq = 0;  // events numbered below are not counted
     int closed = 0;
 };
 
@@ -161,18 +164,22 @@ private:
                 continue;
             }
             if (line_.empty()) {
-                if (have_data_) {
-                    have_data_ = false;
+                if (have_data_ && data_seq_ >= tally_.min_seq) {
                     ++events;
                     ++tally_.events;
                     const auto us = (now - data_ns_) / 1000;
                     tally_.latency_us.push_back(static_cast<std::uint32_t>(std::max<std::int64_t>(us, 0)));
                 }
+                have_data_ = false;
             } else if (line_.rfind("data: ", 0) == 0) {
                 const char* p = line_.data() + 6;
                 const char* end = line_.data() + line_.size();
                 auto r = std::from_chars(p, end, data_ns_);
-                if (r.ec != std::errc{} || r.ptr == end || *r.ptr != ' ')
+                if (r.ec == std::errc{} && r.ptr != end && *r.ptr == ' ')
+                    r = std::from_chars(r.ptr + 1, end, data_seq_);
+                else
+                    r.ec = std::errc::invalid_argument;
+                if (r.ec != std::errc{})
                     fail("stream " + std::to_string(id_) + ": unexpected data line \"" + line_ + "\"");
                 have_data_ = true;
             } else if (line_[0] != ':' && line_.rfind("event:", 0) != 0) {
@@ -192,6 +199,7 @@ private:
     int skip_crlf_ = 0;
     bool have_data_ = false;
     std::int64_t data_ns_ = 0;
+    long long data_seq_ = 0;
     char buf_[2048];
 };
 
@@ -215,7 +223,7 @@ private:
         streams_.back()->start(ep_, request_, [this] {
             if (++held_ == n_) {
                 std::cout << "held " << held_ << std::endl;
-                reset();
+                reset(0);
                 read_command();
             } else {
                 open_next();
@@ -223,7 +231,8 @@ private:
         });
     }
 
-    void reset() {
+    void reset(long long min_seq) {
+        tally_.min_seq = min_seq;
         tally_.latency_us.clear();
         tally_.events = 0;
         for (auto& s : streams_)
@@ -240,7 +249,9 @@ private:
             std::string cmd;
             line >> cmd;
             if (cmd == "reset") {
-                reset();
+                long long min_seq = 0;
+                line >> min_seq;
+                reset(min_seq);
                 std::cout << "ok" << std::endl;
             } else if (cmd == "wait") {
                 line >> wait_events_ >> wait_ms_;
