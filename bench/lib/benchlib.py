@@ -195,11 +195,9 @@ class Peer:
             pass
 
 
-def group_cpu_seconds(pgid):
-    """User+system CPU seconds used so far by the live processes of a process
-    group (a peer's master and its workers)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0
+def group_stats(pgid):
+    """The /proc/<pid>/stat fields after the command name (state first) of
+    every live process of a process group (a peer's master and its workers)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -208,10 +206,20 @@ def group_cpu_seconds(pgid):
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        # After the command: state(0) ppid(1) pgrp(2) ... utime(11) stime(12)
+        # state(0) ppid(1) pgrp(2) ... utime(11) stime(12) ... rss(21)
         if int(fields[2]) == pgid:
-            total += int(fields[11]) + int(fields[12])
-    return total / tick
+            yield fields
+
+
+def group_cpu_seconds(pgid):
+    """User+system CPU seconds used so far by the live processes of a process
+    group."""
+    return sum(int(f[11]) + int(f[12]) for f in group_stats(pgid)) / os.sysconf("SC_CLK_TCK")
+
+
+def group_rss_kib(pgid):
+    """Resident memory (KiB) of the live processes of a process group."""
+    return sum(int(f[21]) for f in group_stats(pgid)) * os.sysconf("SC_PAGE_SIZE") // 1024
 
 
 class WrkResult:
