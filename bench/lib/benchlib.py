@@ -7,6 +7,7 @@ stopped by process group, never by name.
 """
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -45,6 +46,38 @@ def ensure_venv(tools):
     subprocess.run([os.path.join(bin_dir, "pip"), "install", "-q", "-r", os.path.join(BENCH_DIR, "requirements.txt")],
                    check=True)
     return bin_dir
+
+
+def build_client(name, compiler="c++"):
+    """The path of the load generator bench/clients/<name>.cpp, compiled
+    (header-only Asio and Beast, -O2) into build/bench/<name> when missing or
+    older than its source or a header beside it."""
+    clients = os.path.join(BENCH_DIR, "clients")
+    src = os.path.join(clients, f"{name}.cpp")
+    out_dir = os.path.join(REPO_DIR, "build", "bench")
+    binary = os.path.join(out_dir, name)
+    newest = max(os.path.getmtime(os.path.join(clients, f)) for f in os.listdir(clients)
+                 if f == f"{name}.cpp" or f.endswith(".hpp"))
+    if os.path.exists(binary) and os.path.getmtime(binary) >= newest:
+        return binary
+    os.makedirs(out_dir, exist_ok=True)
+    print(f"compiling {src} ...", file=sys.stderr)
+    subprocess.run([compiler, "-O2", "-std=c++20", "-pthread", src, "-o", binary + ".tmp"], check=True)
+    os.replace(binary + ".tmp", binary)
+    return binary
+
+
+def raise_nofile(needed):
+    """Raises this process's RLIMIT_NOFILE (inherited by the servers and
+    clients it starts) to at least `needed`, or exits saying what to do."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= needed:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(needed, soft), max(needed, hard)))
+    except (ValueError, OSError):
+        sys.exit(f"needs {needed} open files per process; the hard limit is {hard}: "
+                 f"raise it (ulimit -Hn {needed} as root, or LimitNOFILE=) or ask for fewer connections")
 
 
 def free_port():
@@ -162,11 +195,9 @@ class Peer:
             pass
 
 
-def group_cpu_seconds(pgid):
-    """User+system CPU seconds used so far by the live processes of a process
-    group (a peer's master and its workers)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0
+def group_stats(pgid):
+    """The /proc/<pid>/stat fields after the command name (state first) of
+    every live process of a process group (a peer's master and its workers)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -175,10 +206,20 @@ def group_cpu_seconds(pgid):
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        # After the command: state(0) ppid(1) pgrp(2) ... utime(11) stime(12)
+        # state(0) ppid(1) pgrp(2) ... utime(11) stime(12) ... rss(21)
         if int(fields[2]) == pgid:
-            total += int(fields[11]) + int(fields[12])
-    return total / tick
+            yield fields
+
+
+def group_cpu_seconds(pgid):
+    """User+system CPU seconds used so far by the live processes of a process
+    group."""
+    return sum(int(f[11]) + int(f[12]) for f in group_stats(pgid)) / os.sysconf("SC_CLK_TCK")
+
+
+def group_rss_kib(pgid):
+    """Resident memory (KiB) of the live processes of a process group."""
+    return sum(int(f[21]) for f in group_stats(pgid)) * os.sysconf("SC_PAGE_SIZE") // 1024
 
 
 class WrkResult:
