@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <boost/asio/post.hpp>
+
 #include <m0/log.hpp>
 #include <m0/python/errors.hpp>
 #include <m0/websocket/frame.hpp>
@@ -207,6 +209,16 @@ bool websocket_call::accept(PyObject* subprotocol, PyObject* headers) {
         };
         auto on_close = [link, lane](std::uint16_t code, std::string_view reason) {
             lane->post_fn_to_job([link, code, reason = std::string(reason)] { link->on_closed(code, reason); });
+            // The session and its stream hold timers and a socket of this
+            // reactor: let go of them here, on the reactor, once the
+            // session's own call has returned. Otherwise the link's last
+            // reference may drop with a job task on the loop thread, even
+            // after the reactor's io_context is gone (a stop right after
+            // the close).
+            boost::asio::post(link->stream->io(), [link] {
+                link->session.reset();
+                link->stream.reset();
+            });
         };
         link->session = websocket::session::start(std::move(stream), *options, hs, std::move(on_message),
                                                   std::move(on_close));
