@@ -21,10 +21,60 @@ namespace m0 {
 
 // Thrown for any invalid configuration. what() is the full, user-facing
 // message, e.g. "m0.yaml:4:12: server.threads: expected an integer in
-// 1..256, found 'four'".
+// 1..256, found 'four'"; one error a line when it holds several.
 class M0_API config_error : public std::runtime_error {
 public:
-    using std::runtime_error::runtime_error;
+    explicit config_error(const std::string& error);
+    explicit config_error(const char* error);
+    explicit config_error(std::vector<std::string> errors);
+    // Each error on its own, in the order what() gives them.
+    const std::vector<std::string>& errors() const noexcept;
+
+private:
+    // Shared: copying an exception must not throw.
+    std::shared_ptr<const std::vector<std::string>> errors_;
+};
+
+// Collects the errors of independent validation steps, so that one run
+// reports every error of a config as a compiler would (`m0 --check`). The
+// core checks its sections this way and builds every plugin this way; a
+// plugin checks each key of its section as a step of its own and throws them
+// all at the end:
+//
+//   m0::config_errors errors;
+//   errors.check([&] { threads_ = section.integer("threads", 1, 1, 64); });
+//   errors.check([&] { mode_ = section.one_of("mode", "fast", {"fast", "safe"}); });
+//   errors.throw_if_any();
+//
+// A step that depends on another goes in the same check() (or runs only if
+// that one succeeded), so one mistake is reported once and not again as a
+// consequence.
+class M0_API config_errors {
+public:
+    // Runs one step; a config_error it throws is kept (each of its errors)
+    // and false returned, so that the caller goes on with the next step.
+    template <class Step>
+    bool check(Step&& step) {
+        try {
+            step();
+            return true;
+        } catch (const config_error& e) {
+            add(e);
+            return false;
+        }
+    }
+    // Keeps each error of `error`, except one already kept (two plugins that
+    // read the same section report its mistake once).
+    void add(const config_error& error);
+    bool empty() const noexcept;
+    std::size_t size() const noexcept;
+    // Throws one config_error holding every error kept, in YAML order: by
+    // line and column, then those without a position (a --set, a message
+    // with no location) in the order they came. Returns if there is none.
+    void throw_if_any() const;
+
+private:
+    std::vector<std::string> errors_;
 };
 
 class config_tree;
@@ -75,7 +125,8 @@ public:
     std::string as_string() const;
 
     // Refuses any key of this map not in `known`, suggesting the nearest
-    // known key for a likely typo. Call once per section you own.
+    // known key for a likely typo; one config_error names every unknown key.
+    // Call once per section you own.
     void allow_keys(std::initializer_list<std::string_view> known) const;
     void allow_keys(const std::vector<std::string>& known) const;
 

@@ -491,7 +491,7 @@ void config_node::allow_keys(const std::vector<std::string>& known) const {
     const auto at = locate_readable(*tree_, path_);
     if (!at.node || at.node->type == kind::null) return;
     if (at.node->type != kind::map) throw_at(at.where, path_, "expected a map, found " + describe(at.node));
-    std::string unknown;
+    std::vector<std::string> unknown;
     for (const auto& e : at.node->entries) {
         if (std::find(known.begin(), known.end(), e.key) != known.end()) continue;
         std::string message = "unknown key '" + e.key + "'";
@@ -505,10 +505,9 @@ void config_node::allow_keys(const std::vector<std::string>& known) const {
             message += ")";
         }
         // Every unknown key of the section at once: a user fixes them in one go.
-        unknown += unknown.empty() ? "" : "\n";
-        unknown += e.where + ": " + join_path(path_, e.key) + ": " + message;
+        unknown.push_back(e.where + ": " + join_path(path_, e.key) + ": " + message);
     }
-    if (!unknown.empty()) throw config_error(unknown);
+    if (!unknown.empty()) throw config_error(std::move(unknown));
 }
 
 void config_node::fail(std::string_view key, std::string_view message) const {

@@ -72,36 +72,55 @@ http::trusted_networks parse_forwarded_allow_ips(const config_node& server) {
     return http::trusted_networks(std::move(nets));
 }
 
-void parse_server(const config_node& server, server_config& out) {
-    server.allow_keys({"listen", "workers", "threads", "listener", "pin_cores", "drain_timeout", "max_requests",
-                       "max_requests_jitter", "max_rss", "pid_file", "forwarded_allow_ips"});
-    const auto listen = server.child("listen");
-    const auto texts = server.string_list("listen", {"127.0.0.1:8000"});
-    if (texts.empty()) server.fail("listen", "expected at least one address, found an empty list");
-    const auto items = listen.is_sequence() ? listen.items() : std::vector<config_node>{};
-    for (std::size_t i = 0; i < texts.size(); ++i)
-        out.listen.push_back(parse_listen_entry(texts[i], items.empty() ? listen : items[i]));
-    out.forwarded_allow_ips = parse_forwarded_allow_ips(server);
+// Each key is checked on its own; a check that involves several keys runs
+// only if each of them was right, so one mistake is reported once.
+void parse_server(const config_node& server, server_config& out, config_errors& errors) {
+    errors.check([&] {
+        server.allow_keys({"listen", "workers", "threads", "listener", "pin_cores", "drain_timeout", "max_requests",
+                           "max_requests_jitter", "max_rss", "pid_file", "forwarded_allow_ips"});
+    });
+    errors.check([&] {
+        const auto listen = server.child("listen");
+        const auto texts = server.string_list("listen", {"127.0.0.1:8000"});
+        if (texts.empty()) server.fail("listen", "expected at least one address, found an empty list");
+        const auto items = listen.is_sequence() ? listen.items() : std::vector<config_node>{};
+        for (std::size_t i = 0; i < texts.size(); ++i)
+            out.listen.push_back(parse_listen_entry(texts[i], items.empty() ? listen : items[i]));
+    });
+    errors.check([&] { out.forwarded_allow_ips = parse_forwarded_allow_ips(server); });
 
-    out.workers = static_cast<unsigned>(server.integer("workers", 1, 1, max_workers));
-    out.threads = static_cast<unsigned>(server.integer("threads", default_threads(), 1, max_threads));
-    out.listener = server.one_of("listener", "reuseport", {"reuseport", "shared"});
-    out.pin_cores = server.boolean("pin_cores", true);
-    out.drain_timeout = millis(server.duration("drain_timeout", std::chrono::seconds(30)));
-    out.max_requests = static_cast<std::uint64_t>(server.integer("max_requests", 0, 0, max_integer));
-    out.max_requests_jitter = static_cast<std::uint64_t>(server.integer("max_requests_jitter", 0, 0, max_integer));
-    if (out.max_requests_jitter > 0 && out.max_requests == 0)
-        server.fail("max_requests_jitter", "needs server.max_requests (the jitter is added to it)");
-    out.max_rss = server.byte_size("max_rss", 0, std::numeric_limits<std::uint64_t>::max());
+    const bool workers_ok =
+        errors.check([&] { out.workers = static_cast<unsigned>(server.integer("workers", 1, 1, max_workers)); });
+    errors.check([&] {
+        out.threads = static_cast<unsigned>(server.integer("threads", default_threads(), 1, max_threads));
+    });
+    errors.check([&] { out.listener = server.one_of("listener", "reuseport", {"reuseport", "shared"}); });
+    errors.check([&] { out.pin_cores = server.boolean("pin_cores", true); });
+    errors.check([&] { out.drain_timeout = millis(server.duration("drain_timeout", std::chrono::seconds(30))); });
+    const bool requests_ok = errors.check([&] {
+        out.max_requests = static_cast<std::uint64_t>(server.integer("max_requests", 0, 0, max_integer));
+    });
+    errors.check([&] {
+        out.max_requests_jitter = static_cast<std::uint64_t>(server.integer("max_requests_jitter", 0, 0, max_integer));
+        if (requests_ok && out.max_requests_jitter > 0 && out.max_requests == 0)
+            server.fail("max_requests_jitter", "needs server.max_requests (the jitter is added to it)");
+    });
+    const bool rss_ok =
+        errors.check([&] { out.max_rss = server.byte_size("max_rss", 0, std::numeric_limits<std::uint64_t>::max()); });
     // Both are the supervisor's to act on.
-    if (out.workers == 1 && (out.max_requests > 0 || out.max_rss > 0))
-        server.fail(out.max_requests > 0 ? "max_requests" : "max_rss",
-                    "a serving process is replaced by its supervisor, which needs server.workers > 1 (it is 1)");
-    if (const auto file = server.optional_string("pid_file")) {
-        if (file->empty()) server.fail("pid_file", "expected a file path, found an empty string");
-        const std::filesystem::path base = server.child("pid_file").base_dir();
-        out.pid_file = (base / *file).lexically_normal().string();
-    }
+    if (workers_ok && requests_ok && rss_ok)
+        errors.check([&] {
+            if (out.workers == 1 && (out.max_requests > 0 || out.max_rss > 0))
+                server.fail(out.max_requests > 0 ? "max_requests" : "max_rss",
+                            "a serving process is replaced by its supervisor, which needs server.workers > 1 (it is 1)");
+        });
+    errors.check([&] {
+        if (const auto file = server.optional_string("pid_file")) {
+            if (file->empty()) server.fail("pid_file", "expected a file path, found an empty string");
+            const std::filesystem::path base = server.child("pid_file").base_dir();
+            out.pid_file = (base / *file).lexically_normal().string();
+        }
+    });
 }
 
 void parse_plugins(const config_node& plugins, server_config& out) {
@@ -229,34 +248,40 @@ void check_executors_used(const config_node& root, const server_config& out) {
     }
 }
 
-void parse_http(const config_node& http, http_limits& out) {
-    http.allow_keys({"max_request_line", "max_header_size", "max_header_count", "max_header_bytes", "max_body_size",
-                     "header_timeout", "body_timeout", "write_timeout", "keepalive_timeout",
-                     "max_requests_per_connection", "max_connections_per_reactor"});
+// Every key on its own: none depends on another.
+void parse_http(const config_node& http, http_limits& out, config_errors& errors) {
+    errors.check([&] {
+        http.allow_keys({"max_request_line", "max_header_size", "max_header_count", "max_header_bytes",
+                         "max_body_size", "header_timeout", "body_timeout", "write_timeout", "keepalive_timeout",
+                         "max_requests_per_connection", "max_connections_per_reactor"});
+    });
     constexpr std::uint64_t u32 = std::numeric_limits<std::uint32_t>::max();
-    const auto size32 = [&](const char* key, std::uint32_t def) {
-        return static_cast<std::uint32_t>(http.byte_size(key, def, u32));
+    const auto size32 = [&](const char* key, std::uint32_t& field) {
+        errors.check([&] { field = static_cast<std::uint32_t>(http.byte_size(key, field, u32)); });
     };
-    const auto count32 = [&](const char* key, std::uint32_t def, std::int64_t min) {
-        return static_cast<std::uint32_t>(http.integer(key, def, min, u32));
+    const auto count32 = [&](const char* key, std::uint32_t& field, std::int64_t min) {
+        errors.check([&] { field = static_cast<std::uint32_t>(http.integer(key, field, min, u32)); });
     };
-    out.max_request_line = size32("max_request_line", out.max_request_line);
-    out.max_header_size = size32("max_header_size", out.max_header_size);
-    out.max_header_count = count32("max_header_count", out.max_header_count, 1);
-    out.max_header_bytes = size32("max_header_bytes", out.max_header_bytes);
-    out.max_body_size = http.byte_size("max_body_size", out.max_body_size, std::numeric_limits<std::uint64_t>::max());
-    out.header_timeout = millis(http.duration("header_timeout", out.header_timeout));
-    out.body_timeout = millis(http.duration("body_timeout", out.body_timeout));
-    out.write_timeout = millis(http.duration("write_timeout", out.write_timeout));
-    out.keepalive_timeout = millis(http.duration("keepalive_timeout", out.keepalive_timeout));
-    out.max_requests_per_connection = count32("max_requests_per_connection", out.max_requests_per_connection, 0);
-    out.max_connections_per_reactor = count32("max_connections_per_reactor", out.max_connections_per_reactor, 1);
+    const auto timeout = [&](const char* key, std::chrono::milliseconds& field) {
+        errors.check([&] { field = millis(http.duration(key, field)); });
+    };
+    size32("max_request_line", out.max_request_line);
+    size32("max_header_size", out.max_header_size);
+    count32("max_header_count", out.max_header_count, 1);
+    size32("max_header_bytes", out.max_header_bytes);
+    errors.check([&] {
+        out.max_body_size = http.byte_size("max_body_size", out.max_body_size, std::numeric_limits<std::uint64_t>::max());
+    });
+    timeout("header_timeout", out.header_timeout);
+    timeout("body_timeout", out.body_timeout);
+    timeout("write_timeout", out.write_timeout);
+    timeout("keepalive_timeout", out.keepalive_timeout);
+    count32("max_requests_per_connection", out.max_requests_per_connection, 0);
+    count32("max_connections_per_reactor", out.max_connections_per_reactor, 1);
 }
 
-void parse_log(const config_node& log, server_config& out) {
-    log.allow_keys({"level", "access", "access_format", "access_file"});
-    out.log_level = log.one_of("level", "info", {"debug", "info", "warning", "error"});
-    out.access_log_json = log.one_of("access_format", "text", {"text", "json"}) == "json";
+// log.access: a boolean or a format string, which access_format must allow.
+void parse_access_log(const config_node& log, server_config& out) {
     const auto access = log.child("access");
     bool custom = false;
     if (access.present() && access.is_scalar()) {
@@ -282,52 +307,61 @@ void parse_log(const config_node& log, server_config& out) {
             access.fail("", e.what());
         }
     }
-    if (const auto file = log.optional_string("access_file")) {
-        if (file->empty()) log.fail("access_file", "expected a file path, found an empty string");
-        const std::filesystem::path base = log.child("access_file").base_dir();
-        out.access_log_file = (base / *file).lexically_normal().string();
-        log.set_effective("access_file", out.access_log_file);  // --check prints a config valid from anywhere
-    }
 }
 
-void parse_metrics(const config_node& metrics, server_config& out) {
-    metrics.allow_keys({"listen"});
-    if (const auto text = metrics.optional_string("listen"))
-        out.metrics_listen = listen_address{*text, parse_listen_address(*text, metrics.child("listen"))};
+void parse_log(const config_node& log, server_config& out, config_errors& errors) {
+    errors.check([&] { log.allow_keys({"level", "access", "access_format", "access_file"}); });
+    errors.check([&] { out.log_level = log.one_of("level", "info", {"debug", "info", "warning", "error"}); });
+    const bool format_ok = errors.check(
+        [&] { out.access_log_json = log.one_of("access_format", "text", {"text", "json"}) == "json"; });
+    if (format_ok) errors.check([&] { parse_access_log(log, out); });
+    errors.check([&] {
+        if (const auto file = log.optional_string("access_file")) {
+            if (file->empty()) log.fail("access_file", "expected a file path, found an empty string");
+            const std::filesystem::path base = log.child("access_file").base_dir();
+            out.access_log_file = (base / *file).lexically_normal().string();
+            log.set_effective("access_file", out.access_log_file);  // --check prints a config valid from anywhere
+        }
+    });
+}
+
+void parse_metrics(const config_node& metrics, server_config& out, config_errors& errors) {
+    errors.check([&] { metrics.allow_keys({"listen"}); });
+    errors.check([&] {
+        if (const auto text = metrics.optional_string("listen"))
+            out.metrics_listen = listen_address{*text, parse_listen_address(*text, metrics.child("listen"))};
+    });
 }
 
 }  // namespace
 
-server_config parse_server_config(const config_node& root) {
+server_config parse_server_config(const config_node& root, config_errors& errors) {
     server_config out;
     for (const auto& key : root.keys())
         if (std::find(core_sections.begin(), core_sections.end(), key) == core_sections.end())
             out.module_sections.push_back(key);
-    // Each group is checked even when one before it failed, so that one run
-    // reports a mistake in every section. A group's later checks depend on
-    // its earlier ones (mounts name executors), so within it the first error stops.
-    std::string errors;
-    const auto group = [&](auto&& check) {
-        try {
-            check();
-        } catch (const config_error& e) {
-            errors += errors.empty() ? "" : "\n";
-            errors += e.what();
-        }
-    };
-    group([&] { parse_server(root.child("server"), out); });
-    group([&] { parse_plugins(root.child("plugins"), out); });
-    group([&] {
+    // Every key of server, plugins, http, log and metrics is checked on its
+    // own. The checks of frontend/executor/executors/mounts depend on each
+    // other (mounts name executors), so within that group the first error stops.
+    parse_server(root.child("server"), out, errors);
+    errors.check([&] { parse_plugins(root.child("plugins"), out); });
+    out.frontend_group_valid = errors.check([&] {
         parse_frontend(root, out);
         parse_executor(root.child("executor"), out);
         parse_executors(root, out);
         parse_mounts(root, out);
         check_executors_used(root, out);
     });
-    group([&] { parse_http(root.child("http"), out.http); });
-    group([&] { parse_log(root.child("log"), out); });
-    group([&] { parse_metrics(root.child("metrics"), out); });
-    if (!errors.empty()) throw config_error(errors);
+    parse_http(root.child("http"), out.http, errors);
+    parse_log(root.child("log"), out, errors);
+    parse_metrics(root.child("metrics"), out, errors);
+    return out;
+}
+
+server_config parse_server_config(const config_node& root) {
+    config_errors errors;
+    auto out = parse_server_config(root, errors);
+    errors.throw_if_any();
     return out;
 }
 

@@ -68,6 +68,9 @@ struct server_config {
     // module plugin's (m0-module-<name>.so), or one that other plugins read
     // (`python`); the deployment refuses it if nothing reads it.
     std::vector<std::string> module_sections;
+    // False when frontend/executor/executors/mounts had an error: then the
+    // frontends and executors above are only those read before it.
+    bool frontend_group_valid = true;
 };
 
 // Top-level sections the core reads. Any other belongs to a plugin; a section
@@ -84,7 +87,12 @@ inline const std::vector<std::string> core_sections = {"server",    "plugins", "
 // the same holds for each entry of `executors`. `mounts` and `frontend` are
 // exclusive; a mount names an executor that exists, and every executor is
 // used by some mount (or, without mounts, `executor:` by the frontend).
+// Throws one config_error with every error found.
 M0_API server_config parse_server_config(const config_node& root);
+// The same, adding the errors to `errors` instead: what it returns holds what
+// could be read (defaults where a section had an error), so that the plugins
+// can still check their sections in the same run.
+M0_API server_config parse_server_config(const config_node& root, config_errors& errors);
 
 // A mount prefix as written ("/api/", "/") → its canonical form ("/api", "");
 // nullopt (with `why` set) when it is not a path prefix.

@@ -116,7 +116,7 @@ plugin_context context_for(deployment& d, const config_node& section, const conf
     plugin_context ctx;
     ctx.section = &section;
     ctx.root = &root;
-    ctx.reactor_count = d.cfg.threads;
+    ctx.reactor_count = std::max(1u, d.cfg.threads);  // 0 only when server.threads had an error
     ctx.process_count = d.cfg.workers;
     ctx.services = d.services.get();
     return ctx;
@@ -152,10 +152,27 @@ std::unique_ptr<frontend> make_frontend(deployment& d, const std::string& type, 
     return fe;
 }
 
+// Runs one step of building the deployment, keeping its error so that the
+// steps after it still run: a plugin refused or failing to build (its
+// factory threw) is reported with the others, and only its section goes
+// unchecked. Returns false on an error.
+template <class Step>
+bool collect(config_errors& errors, Step&& step) {
+    try {
+        return errors.check(step);
+    } catch (const std::exception& e) {
+        errors.add(config_error(e.what()));
+        return false;
+    }
+}
+
 // The executors `executors:` and `executor:` declare, then the frontends,
 // each on the executor it names or on an unnamed one of its default type
-// (settings from `executor.<type>` if present, as without mounts).
-void build_frontends(deployment& d, const config_node& root) {
+// (settings from `executor.<type>` if present, as without mounts). A
+// frontend that fails to build is left out (its error kept in `errors`),
+// and so is its unnamed executor, whose type it would have said. Returns
+// whether every frontend was built.
+bool build_frontends(deployment& d, const config_node& root, config_errors& errors) {
     for (const auto& e : d.cfg.executors) {
         const config_node owner = e.name == "default" ? root.child("executor") : root.child("executors").child(e.name);
         d.executor_specs.push_back({e.name, e.type, owner.child(e.type), owner});
@@ -168,19 +185,29 @@ void build_frontends(deployment& d, const config_node& root) {
         return d.executor_specs.size() - 1;
     };
     if (d.cfg.mounts.empty()) {
-        auto fe = make_frontend(d, d.cfg.frontend_type, root.child("frontend"), root);
+        // Empty when the core's checks of `frontend:` or `mounts:` failed.
+        if (d.cfg.frontend_type.empty()) return false;
+        std::unique_ptr<frontend> fe;
+        if (!collect(errors, [&] { fe = make_frontend(d, d.cfg.frontend_type, root.child("frontend"), root); }))
+            return false;
         // Records the frontend's default as effective, so --check shows which executor runs.
         if (d.cfg.executor_type.empty()) (void)root.child("executor").string("type", fe->default_executor());
         const std::size_t ex = executor_for(d.cfg.executor_type.empty() ? "" : "default", *fe);
         d.frontends.push_back({"", d.cfg.frontend_type, std::move(fe), ex});
-        return;
+        return true;
     }
     const auto items = root.child("mounts").items();
+    bool all = true;
     for (const auto& m : d.cfg.mounts) {
-        auto fe = make_frontend(d, m.frontend_type, items[m.index].child("frontend"), root);
+        std::unique_ptr<frontend> fe;
+        if (!collect(errors, [&] { fe = make_frontend(d, m.frontend_type, items[m.index].child("frontend"), root); })) {
+            all = false;
+            continue;
+        }
         const std::size_t ex = executor_for(m.executor, *fe);
         d.frontends.push_back({m.prefix, m.frontend_type, std::move(fe), ex});
     }
+    return all;
 }
 
 // An executor's name as logs and metrics give it: from `executors:`,
@@ -243,29 +270,44 @@ std::unique_ptr<module> make_module(deployment& d, const std::string& name, cons
 
 // After every plugin validated its section: what no getter read is read by
 // nothing, a section a plugin of another deployment would read, or a typo.
-void refuse_unread_sections(const deployment& d, const config_node& root) {
+void refuse_unread_sections(const deployment& d, const config_node& root, config_errors& errors) {
     for (const auto& name : d.doc.unread_sections()) {
-        if (std::find(core_sections.begin(), core_sections.end(), name) != core_sections.end())
-            root.child(name).fail("", "section '" + name + "' is read by nothing in this deployment");
-        root.child(name).fail("", "unknown section '" + name + "': neither a core section nor a module plugin (m0-module-" +
-                                      name + ".so) found in the plugin path, and no plugin of this deployment reads it");
+        errors.check([&] {
+            if (std::find(core_sections.begin(), core_sections.end(), name) != core_sections.end())
+                root.child(name).fail("", "section '" + name + "' is read by nothing in this deployment");
+            root.child(name).fail("", "unknown section '" + name + "': neither a core section nor a module plugin (m0-module-" +
+                                          name + ".so) found in the plugin path, and no plugin of this deployment reads it");
+        });
     }
 }
 
+// Builds and checks everything before anything starts. Every error is
+// reported in one run: the core's sections, then each plugin's section even
+// when the core's had errors (a plugin that cannot be found or built is
+// reported and its section skipped), in YAML order.
 deployment build_deployment(const run_options& options) {
     deployment d{load_document(options), {}, nullptr, std::make_unique<service_registry>(), {}, {}, nullptr, {}, {}, std::nullopt, nullptr, nullptr};
     config_node root = d.doc.root();
-    d.cfg = parse_server_config(root);
+    config_errors errors;
+    d.cfg = parse_server_config(root, errors);
     log::set_level(parse_level(d.cfg.log_level));
     d.loader = std::make_unique<plugin_loader>(search_dirs_for(d.cfg));
 
     // Modules first: they provide services the frontends may look up.
+    bool all_built = d.cfg.frontend_group_valid;
     for (const auto& name : d.cfg.module_sections)
-        if (auto m = make_module(d, name, root)) d.modules.push_back(std::move(m));
-    build_frontends(d, root);
-    make_executors(d);
+        all_built &= collect(errors, [&] {
+            if (auto m = make_module(d, name, root)) d.modules.push_back(std::move(m));
+        });
+    all_built &= build_frontends(d, root, errors);
+    for (const auto& spec : d.executor_specs)
+        all_built &= collect(errors, [&] { d.executors.push_back(make_executor(d, spec)); });
 
-    refuse_unread_sections(d, root);
+    // A plugin that was not built (or stopped at an error) did not read all
+    // of what it reads: its sections would look unread.
+    if (all_built) refuse_unread_sections(d, root, errors);
+    errors.throw_if_any();
+
     std::vector<module*> modules;
     for (auto& m : d.modules) modules.push_back(m.get());
     std::vector<mount_part> mounts;

@@ -103,19 +103,35 @@ interpreter_settings read_settings(const config_node& root) {
         return s;
     }
     if (!py.is_map()) py.fail("", "expected a map (venv, path)");
-    py.allow_keys({"venv", "path"});
+    config_errors errors;
+    errors.check([&] { py.allow_keys({"venv", "path"}); });
     const std::string base = py.base_dir();
-    if (auto venv = py.optional_string("venv")) {
-        s.venv = resolve(base, *venv);
-        py.set_effective("venv", s.venv);  // --check prints a config valid from anywhere
-    } else if (const char* env = std::getenv("VIRTUAL_ENV"); env && *env) {
-        s.venv = env;
-    }
-    if (!s.venv.empty() && !fs::exists(fs::path(s.venv) / "pyvenv.cfg"))
-        py.fail("venv", "'" + s.venv + "' is not a virtual environment (no pyvenv.cfg)");
-    for (const auto& p : py.string_list("path", {})) s.path.push_back(resolve(base, p));
-    if (!s.path.empty()) py.set_effective("path", s.path);  // absolute, as venv above
+    errors.check([&] {
+        if (auto venv = py.optional_string("venv")) {
+            s.venv = resolve(base, *venv);
+            py.set_effective("venv", s.venv);  // --check prints a config valid from anywhere
+        } else if (const char* env = std::getenv("VIRTUAL_ENV"); env && *env) {
+            s.venv = env;
+        }
+        if (!s.venv.empty() && !fs::exists(fs::path(s.venv) / "pyvenv.cfg"))
+            py.fail("venv", "'" + s.venv + "' is not a virtual environment (no pyvenv.cfg)");
+    });
+    errors.check([&] {
+        for (const auto& p : py.string_list("path", {})) s.path.push_back(resolve(base, p));
+        if (!s.path.empty()) py.set_effective("path", s.path);  // absolute, as venv above
+    });
+    errors.throw_if_any();
     return s;
+}
+
+std::string read_chdir(const config_node& section) {
+    const auto dir = section.optional_string("chdir");
+    if (!dir || dir->empty()) return {};
+    const std::string path = resolve(section.base_dir(), *dir);
+    std::error_code ec;
+    if (!fs::is_directory(path, ec)) section.fail("chdir", "'" + path + "' is not a directory");
+    section.set_effective("chdir", path);  // --check prints a config valid from anywhere
+    return path;
 }
 
 void start(const interpreter_settings& s) {

@@ -11,15 +11,22 @@
 namespace m0::asyncio {
 
 asyncio_options read_asyncio_options(const config_node& section) {
-    section.allow_keys({"loops", "loop", "ring_capacity"});
+    // Each key is checked on its own, so one run reports all their errors.
+    config_errors errors;
+    errors.check([&] { section.allow_keys({"loops", "loop", "ring_capacity"}); });
     asyncio_options o;
-    o.loops = static_cast<unsigned>(section.integer("loops", 1, 1, 64));
-    o.loop = section.one_of("loop", "asyncio", {"asyncio", "uvloop"}) == "uvloop" ? loop_kind::uvloop
-                                                                                  : loop_kind::asyncio;
-    const auto capacity = section.integer("ring_capacity", 1024, 2, std::int64_t{1} << 20);
-    if ((capacity & (capacity - 1)) != 0)
-        section.fail("ring_capacity", "expected a power of two, found " + std::to_string(capacity));
-    o.ring_capacity = static_cast<std::size_t>(capacity);
+    errors.check([&] { o.loops = static_cast<unsigned>(section.integer("loops", 1, 1, 64)); });
+    errors.check([&] {
+        o.loop = section.one_of("loop", "asyncio", {"asyncio", "uvloop"}) == "uvloop" ? loop_kind::uvloop
+                                                                                      : loop_kind::asyncio;
+    });
+    errors.check([&] {
+        const auto capacity = section.integer("ring_capacity", 1024, 2, std::int64_t{1} << 20);
+        if ((capacity & (capacity - 1)) != 0)
+            section.fail("ring_capacity", "expected a power of two, found " + std::to_string(capacity));
+        o.ring_capacity = static_cast<std::size_t>(capacity);
+    });
+    errors.throw_if_any();
     return o;
 }
 

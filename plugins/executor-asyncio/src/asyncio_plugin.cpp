@@ -10,10 +10,11 @@
 namespace {
 
 std::unique_ptr<m0::executor> make_asyncio_executor(m0::plugin_context& ctx) {
-    const auto options = m0::asyncio::read_asyncio_options(*ctx.section);
+    m0::asyncio::asyncio_options options;
+    const auto py = m0::python::read_settings_with(
+        *ctx.root, [&] { options = m0::asyncio::read_asyncio_options(*ctx.section); });
     // Usually already running (the Python frontend starts it first, with its
     // chdir); then this only adds python.path entries.
-    const auto py = m0::python::read_settings(*ctx.root);
     m0::python::start(py);
     m0::asyncio::check_loop_kind(*ctx.section, options, py.venv);
     auto ex = std::make_unique<m0::asyncio::asyncio_executor>(options);

@@ -6,32 +6,49 @@ namespace m0::pool {
 
 pool_options read_pool_options(const config_node& section, const char* env_ring) {
     using namespace std::chrono;
-    section.allow_keys({"threads", "max_threads", "idle_timeout", "spin", "reactor_spin", "ring",
-                        "ring_capacity", "max_job_age"});
+    // Each key is checked on its own, so one run reports all their errors.
+    config_errors errors;
+    errors.check([&] {
+        section.allow_keys({"threads", "max_threads", "idle_timeout", "spin", "reactor_spin", "ring",
+                            "ring_capacity", "max_job_age"});
+    });
     pool_options o;
-    o.threads = static_cast<unsigned>(section.integer("threads", 1, 1, max_pool_threads));
-    o.max_threads = static_cast<unsigned>(
-        section.integer("max_threads", o.threads, o.threads, max_pool_threads));
-    o.idle_timeout = section.duration("idle_timeout", seconds(30));
-    if (o.idle_timeout <= nanoseconds(0)) section.fail("idle_timeout", "expected a duration > 0");
-    o.spin = section.duration("spin", microseconds(10));
-    if (o.spin < nanoseconds(0) || o.spin > seconds(1))
-        section.fail("spin", "expected a duration in 0..1s");
-    o.reactor_spin = section.duration("reactor_spin", nanoseconds(0));
-    if (o.reactor_spin < nanoseconds(0) || o.reactor_spin > milliseconds(1))
-        section.fail("reactor_spin", "expected a duration in 0..1ms");
-    const std::string ring = section.one_of("ring", "vyukov", {"vyukov", "lockfree", "none"});
-    o.ring = ring == "lockfree" ? ring_kind::lockfree : ring == "none" ? ring_kind::none : ring_kind::vyukov;
-    if (env_ring && std::string(env_ring) == "0") {
-        o.ring = ring_kind::none;
-        section.set_effective("ring", "none");
-    }
-    const auto capacity = section.integer("ring_capacity", 1024, 2, std::int64_t{1} << 20);
-    if ((capacity & (capacity - 1)) != 0)
-        section.fail("ring_capacity", "expected a power of two, found " + std::to_string(capacity));
-    o.ring_capacity = static_cast<std::size_t>(capacity);
-    o.max_job_age = section.duration("max_job_age", microseconds(200));
-    if (o.max_job_age <= nanoseconds(0)) section.fail("max_job_age", "expected a duration > 0");
+    errors.check([&] { o.threads = static_cast<unsigned>(section.integer("threads", 1, 1, max_pool_threads)); });
+    errors.check([&] {
+        o.max_threads = static_cast<unsigned>(section.integer("max_threads", o.threads, o.threads, max_pool_threads));
+    });
+    errors.check([&] {
+        o.idle_timeout = section.duration("idle_timeout", seconds(30));
+        if (o.idle_timeout <= nanoseconds(0)) section.fail("idle_timeout", "expected a duration > 0");
+    });
+    errors.check([&] {
+        o.spin = section.duration("spin", microseconds(10));
+        if (o.spin < nanoseconds(0) || o.spin > seconds(1)) section.fail("spin", "expected a duration in 0..1s");
+    });
+    errors.check([&] {
+        o.reactor_spin = section.duration("reactor_spin", nanoseconds(0));
+        if (o.reactor_spin < nanoseconds(0) || o.reactor_spin > milliseconds(1))
+            section.fail("reactor_spin", "expected a duration in 0..1ms");
+    });
+    errors.check([&] {
+        const std::string ring = section.one_of("ring", "vyukov", {"vyukov", "lockfree", "none"});
+        o.ring = ring == "lockfree" ? ring_kind::lockfree : ring == "none" ? ring_kind::none : ring_kind::vyukov;
+        if (env_ring && std::string(env_ring) == "0") {
+            o.ring = ring_kind::none;
+            section.set_effective("ring", "none");
+        }
+    });
+    errors.check([&] {
+        const auto capacity = section.integer("ring_capacity", 1024, 2, std::int64_t{1} << 20);
+        if ((capacity & (capacity - 1)) != 0)
+            section.fail("ring_capacity", "expected a power of two, found " + std::to_string(capacity));
+        o.ring_capacity = static_cast<std::size_t>(capacity);
+    });
+    errors.check([&] {
+        o.max_job_age = section.duration("max_job_age", microseconds(200));
+        if (o.max_job_age <= nanoseconds(0)) section.fail("max_job_age", "expected a duration > 0");
+    });
+    errors.throw_if_any();
     return o;
 }
 

@@ -50,8 +50,7 @@ std::pair<std::string, std::string> run_on_loop(PyObject* lifespan, const char* 
 }  // namespace
 
 asgi_frontend::asgi_frontend(plugin_context& ctx) {
-    app_.config = read_settings(*ctx.section);
-    python::interpreter_settings py = python::read_settings(*ctx.root);
+    auto py = python::read_settings_with(*ctx.root, [&] { app_.config = read_settings(*ctx.section); });
     py.chdir = app_.config.chdir;
     python::start(py);
     python::gil_scope gil;

@@ -21,14 +21,19 @@ std::vector<http::response_header> parse_headers(const config_node& route) {
     auto node = route.child("headers");
     if (!node.present()) return out;
     if (!node.is_map()) route.fail("headers", "expected a map of header name to value, e.g. {Content-Type: text/plain}");
+    config_errors errors;  // every bad header in one run
     for (const auto& name : node.keys()) {
-        if (!http::is_token(name)) node.fail(name, "not a valid header name");
-        if (http::is_engine_owned_header(name)) node.fail(name, "this header is set by the HTTP engine and cannot be configured");
-        auto value = node.string(name, "");
-        if (value.find_first_of("\r\n") != std::string::npos || value.find('\0') != std::string::npos)
-            node.fail(name, "a header value cannot contain CR, LF or NUL");
-        out.push_back({name, std::move(value)});
+        errors.check([&] {
+            if (!http::is_token(name)) node.fail(name, "not a valid header name");
+            if (http::is_engine_owned_header(name))
+                node.fail(name, "this header is set by the HTTP engine and cannot be configured");
+            auto value = node.string(name, "");
+            if (value.find_first_of("\r\n") != std::string::npos || value.find('\0') != std::string::npos)
+                node.fail(name, "a header value cannot contain CR, LF or NUL");
+            out.push_back({name, std::move(value)});
+        });
     }
+    errors.throw_if_any();
     return out;
 }
 
@@ -63,38 +68,55 @@ websocket::websocket_options parse_websocket_route(const config_node& route) {
 
 route_config parse_route(const config_node& node) {
     if (!node.is_map()) node.fail("", "expected a route map, e.g. {path: /hello, body: \"Hello, World!\"}");
-    node.allow_keys({"path", "method", "status", "headers", "body", "echo", "delay", "websocket"});
+    // Each key is checked on its own, so one run reports all their errors;
+    // a check that involves two keys runs only if both were right.
+    config_errors errors;
+    errors.check([&] { node.allow_keys({"path", "method", "status", "headers", "body", "echo", "delay", "websocket"}); });
     route_config r;
-    auto path = node.optional_string("path");
-    if (!path) node.fail("path", "a route needs a `path`, e.g. /hello");
-    if (path->empty() || path->front() != '/') node.fail("path", "expected a path starting with '/'");
-    if (path->back() == '*') {
-        r.prefix = true;
-        path->pop_back();
-    }
-    if (path->find_first_of("*?# ") != std::string::npos)
-        node.fail("path", "expected an exact path, or a prefix ending with a single '*' (no query, no spaces)");
-    r.path = std::move(*path);
-    r.methods = parse_methods(node);
+    errors.check([&] {
+        auto path = node.optional_string("path");
+        if (!path) node.fail("path", "a route needs a `path`, e.g. /hello");
+        if (path->empty() || path->front() != '/') node.fail("path", "expected a path starting with '/'");
+        if (path->back() == '*') {
+            r.prefix = true;
+            path->pop_back();
+        }
+        if (path->find_first_of("*?# ") != std::string::npos)
+            node.fail("path", "expected an exact path, or a prefix ending with a single '*' (no query, no spaces)");
+        r.path = std::move(*path);
+    });
+    errors.check([&] { r.methods = parse_methods(node); });
     if (node.has("websocket")) {
         for (std::string_view other : {"status", "headers", "body", "echo", "delay"})
-            if (node.has(other))
-                node.fail(std::string(other), "a `websocket` route answers with the WebSocket protocol; `" +
-                                                  std::string(other) + "` does not apply");
-        r.websocket = parse_websocket_route(node);
+            errors.check([&] {
+                if (node.has(other))
+                    node.fail(std::string(other), "a `websocket` route answers with the WebSocket protocol; `" +
+                                                      std::string(other) + "` does not apply");
+            });
+        errors.check([&] { r.websocket = parse_websocket_route(node); });
+        errors.throw_if_any();
         return r;
     }
-    r.status = static_cast<unsigned>(node.integer("status", 200, 200, 599));
-    r.headers = parse_headers(node);
-    r.echo = node.boolean("echo", false);
-    if (r.echo && node.has("body"))
-        node.fail("echo", "a route answers with either `body` or the request body (`echo: true`), not both");
-    r.body = node.string("body", "");
-    if ((r.status == 204 || r.status == 304) && (!r.body.empty() || r.echo))
-        node.fail("status", "a " + std::to_string(r.status) + " response has no body");
-    r.delay = node.duration("delay", std::chrono::nanoseconds{0});
-    if (r.delay < std::chrono::nanoseconds{0} || r.delay > max_delay)
-        node.fail("delay", "expected a duration between 0s and 1h");
+    const bool status_ok =
+        errors.check([&] { r.status = static_cast<unsigned>(node.integer("status", 200, 200, 599)); });
+    errors.check([&] { r.headers = parse_headers(node); });
+    const bool body_ok = errors.check([&] {
+        r.echo = node.boolean("echo", false);
+        if (r.echo && node.has("body"))
+            node.fail("echo", "a route answers with either `body` or the request body (`echo: true`), not both");
+        r.body = node.string("body", "");
+    });
+    if (status_ok && body_ok)
+        errors.check([&] {
+            if ((r.status == 204 || r.status == 304) && (!r.body.empty() || r.echo))
+                node.fail("status", "a " + std::to_string(r.status) + " response has no body");
+        });
+    errors.check([&] {
+        r.delay = node.duration("delay", std::chrono::nanoseconds{0});
+        if (r.delay < std::chrono::nanoseconds{0} || r.delay > max_delay)
+            node.fail("delay", "expected a duration between 0s and 1h");
+    });
+    errors.throw_if_any();
     bool has_type = std::any_of(r.headers.begin(), r.headers.end(),
                                 [](const auto& h) { return http::ascii_iequals(h.name, "Content-Type"); });
     if (!has_type && !r.echo && !r.body.empty()) r.headers.push_back({"Content-Type", "text/plain"});
@@ -104,14 +126,18 @@ route_config parse_route(const config_node& node) {
 }  // namespace
 
 frontend_config parse_frontend_config(const config_node& section) {
-    section.allow_keys({"type", "routes", "static"});
+    // Every unknown key, every route's errors and the static mounts' in one run.
+    config_errors errors;
+    errors.check([&] { section.allow_keys({"type", "routes", "static"}); });
     frontend_config cfg;
     auto routes = section.child("routes");
-    if (routes.present()) {
-        if (!routes.is_sequence()) section.fail("routes", "expected a list of routes");
-        for (const auto& item : routes.items()) cfg.routes.push_back(parse_route(item));
+    if (routes.present() && !routes.is_sequence()) {
+        errors.check([&] { section.fail("routes", "expected a list of routes"); });
+    } else if (routes.present()) {
+        for (const auto& item : routes.items()) errors.check([&] { cfg.routes.push_back(parse_route(item)); });
     }
-    cfg.statics = static_files::parse_static_mounts(section);
+    errors.check([&] { cfg.statics = static_files::parse_static_mounts(section); });
+    errors.throw_if_any();
     return cfg;
 }
 

@@ -17,8 +17,7 @@
 namespace m0::wsgi {
 
 wsgi_frontend::wsgi_frontend(plugin_context& ctx) {
-    app_.config = read_settings(*ctx.section, *ctx.root);
-    python::interpreter_settings py = python::read_settings(*ctx.root);
+    auto py = python::read_settings_with(*ctx.root, [&] { app_.config = read_settings(*ctx.section, *ctx.root); });
     py.chdir = app_.config.chdir;
     statics_ = std::make_unique<static_files::static_mounts>(app_.config.statics);
     python::start(py);

@@ -227,6 +227,31 @@ BOOST_AUTO_TEST_CASE(process_replacement_keys) {
                "inline.yaml:2:13: server.pid_file: expected a file path, found an empty string");
 }
 
+BOOST_AUTO_TEST_CASE(every_bad_value_of_the_core_sections_is_reported_in_one_run) {
+    const auto doc = config_document::from_string(
+        "server:\n  threads: many\n  workers: none\n  max_requests: 100\n  thraeds: 2\n"
+        "http:\n  max_body_size: big\n  header_timeout: soon\n"
+        "log:\n  level: loud\n  access_file: ''\n",
+        "inline.yaml");
+    m0::config_errors errors;
+    const auto config = parse_server_config(doc.root(), errors);
+    // What could be read is there, defaults where a value was wrong, for the plugins to be built.
+    BOOST_TEST(config.workers == 1u);
+    BOOST_TEST(config.max_requests == 100u);
+    BOOST_TEST(config.log_level == "info");
+    const auto all = error_of([&] { errors.throw_if_any(); });
+    // max_requests needs workers > 1, but workers is the mistake: said once.
+    BOOST_TEST(all ==
+               "inline.yaml:2:12: server.threads: expected an integer in 1..256, found 'many'\n"
+               "inline.yaml:3:12: server.workers: expected an integer in 1..256, found 'none'\n"
+               "inline.yaml:5:3: server.thraeds: unknown key 'thraeds' (did you mean 'threads'?)\n"
+               "inline.yaml:7:18: http.max_body_size: expected a size (e.g. 512, 64k, 1m, 2g), found 'big'\n"
+               "inline.yaml:8:19: http.header_timeout: expected a duration (e.g. 30s, 250ms, 2m, 10us, 1h; a bare "
+               "number is seconds), found 'soon'\n"
+               "inline.yaml:10:10: log.level: expected one of debug, info, warning, error, found 'loud'\n"
+               "inline.yaml:11:16: log.access_file: expected a file path, found an empty string");
+}
+
 BOOST_AUTO_TEST_CASE(wrong_types_are_refused) {
     BOOST_TEST(error_of([] { parse_text("server:\n  pin_cores: sometimes\n"); }) ==
                "inline.yaml:2:14: server.pin_cores: expected a boolean (true/false, yes/no, on/off), found 'sometimes'");

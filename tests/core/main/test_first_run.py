@@ -166,3 +166,58 @@ def test_check_reports_a_mistake_in_every_section_in_one_run(tmp_path):
                   f"{path}:5:3: http.max_body: unknown key 'max_body'",
                   f"{path}:7:10: log.level:"):
         assert error in out.stderr, out.stderr
+
+
+def assert_reported_in_order(out, errors):
+    """Each error is on stderr, in the order given (the file's)."""
+    at = [out.stderr.find(error) for error in errors]
+    assert -1 not in at, out.stderr
+    assert at == sorted(at), out.stderr
+
+
+def test_check_reports_every_error_of_the_core_and_of_each_plugin_in_one_run(tmp_path):
+    path, out = check(tmp_path,
+                      "server:\n"
+                      "  threads: many\n"          # 2: core
+                      "frontend:\n"
+                      "  type: http\n"
+                      "  routes:\n"
+                      "    - path: /a\n"
+                      "      status: 999\n"        # 7: http, a bad value
+                      "      bodi: hello\n"        # 8: http, an unknown key
+                      "executor:\n"
+                      "  type: pool\n"
+                      "  pool:\n"
+                      "    spin: 5s\n"             # 12: pool
+                      "log:\n"
+                      "  level: loud\n")           # 14: core
+    assert out.returncode == CONFIG_ERROR, out.stderr
+    assert "configuration OK" not in out.stderr
+    assert_reported_in_order(out, [
+        f"{path}:2:12: server.threads: expected an integer in 1..256, found 'many'",
+        f"{path}:7:15: frontend.routes[0].status: expected an integer in 200..599, found '999'",
+        f"{path}:8:7: frontend.routes[0].bodi: unknown key 'bodi' (did you mean 'body'?)",
+        f"{path}:12:11: executor.pool.spin: expected a duration in 0..1s",
+        f"{path}:14:10: log.level: expected one of debug, info, warning, error, found 'loud'",
+    ])
+    # One error a line, nothing else.
+    assert len(out.stderr.strip().splitlines()) == 5, out.stderr
+
+
+def test_check_skips_only_the_section_of_a_plugin_it_cannot_find(tmp_path):
+    path, out = check(tmp_path,
+                      "frontend:\n"
+                      "  type: htp\n"               # 2: no such plugin; its keys are not checked
+                      "  routes: 5\n"
+                      "executor:\n"
+                      "  type: pool\n"
+                      "  pool:\n"
+                      "    threads: 0\n"            # 7
+                      "    ring: fast\n")           # 8
+    assert out.returncode == CONFIG_ERROR, out.stderr
+    assert_reported_in_order(out, [
+        f"{path}:2:9: frontend.type: no frontend plugin 'htp' (did you mean 'http'?)",
+        f"{path}:7:14: executor.pool.threads: expected an integer in 1..",
+        f"{path}:8:11: executor.pool.ring: expected one of vyukov, lockfree, none, found 'fast'",
+    ])
+    assert "frontend.routes" not in out.stderr

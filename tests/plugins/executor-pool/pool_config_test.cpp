@@ -54,6 +54,18 @@ BOOST_AUTO_TEST_CASE(every_key) {
     BOOST_TEST((o.max_job_age == 1ms));
 }
 
+BOOST_AUTO_TEST_CASE(every_error_of_the_section_is_reported_in_one_run) {
+    const auto e = error_of("executor:\n  pool:\n    threds: 2\n    spin: 5s\n    ring: fast\n"
+                            "    ring_capacity: 1000\n    max_job_age: 0s\n");
+    for (const auto* error :
+         {"test.yaml:3:5: executor.pool.threds: unknown key 'threds' (did you mean 'threads'?)",
+          "test.yaml:4:11: executor.pool.spin: expected a duration in 0..1s",
+          "test.yaml:5:11: executor.pool.ring: expected one of vyukov, lockfree, none, found 'fast'",
+          "test.yaml:6:20: executor.pool.ring_capacity: expected a power of two, found 1000",
+          "test.yaml:7:18: executor.pool.max_job_age: expected a duration > 0"})
+        BOOST_TEST(e.find(error) != std::string::npos, "missing '" << error << "' in\n" << e);
+}
+
 BOOST_AUTO_TEST_CASE(max_threads_defaults_to_threads) {
     BOOST_TEST(read("executor:\n  pool:\n    threads: 3\n").max_threads == 3u);
 }

@@ -127,6 +127,26 @@ BOOST_AUTO_TEST_CASE(errors_name_the_key_and_the_location) {
     BOOST_TEST(contains(e, "indx"));
 }
 
+BOOST_AUTO_TEST_CASE(every_error_of_the_section_is_reported_in_one_run) {
+    const auto e = error_of(
+        "frontend:\n"
+        "  type: http\n"
+        "  rutes: []\n"                                    // 3
+        "  routes:\n"
+        "    - {path: /a, status: 42, bdy: hi}\n"           // 5: two errors in one route
+        "    - {path: /b, delay: soon, headers: {Content-Length: '5', 'a b': x}}\n"  // 6: three
+        "  static: {root: /nonexistent/m0/site, indx: a.html}\n");  // 7: two
+    for (const auto* error : {"test.yaml:3:3: frontend.rutes: unknown key 'rutes' (did you mean 'routes'?)",
+                              "test.yaml:5:30: frontend.routes[0].bdy: unknown key 'bdy' (did you mean 'body'?)",
+                              "test.yaml:5:26: frontend.routes[0].status: expected an integer in 200..599, found '42'",
+                              "test.yaml:6:25: frontend.routes[1].delay: expected a duration",
+                              "frontend.routes[1].headers.Content-Length: this header is set by the HTTP engine",
+                              "frontend.routes[1].headers.a b: not a valid header name",
+                              "frontend.static.indx: unknown key 'indx'",
+                              "frontend.static.root: not a directory: /nonexistent/m0/site"})
+        BOOST_TEST(contains(e, error), "missing '" << error << "' in\n" << e);
+}
+
 BOOST_AUTO_TEST_CASE(websocket_route_defaults_and_keys) {
     auto cfg = parse("frontend:\n  type: http\n  routes:\n    - {path: /ws, websocket: echo}\n");
     BOOST_TEST_REQUIRE(cfg.routes[0].websocket.has_value());

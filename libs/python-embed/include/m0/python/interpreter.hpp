@@ -4,12 +4,9 @@
 #include <string>
 #include <vector>
 
+#include <m0/config.hpp>
 #include <m0/executor.hpp>
 #include <m0/python/api.hpp>
-
-namespace m0 {
-class config_node;
-}
 
 namespace m0::python {
 
@@ -23,6 +20,24 @@ struct interpreter_settings {
 // returns the settings; relative paths resolve against the config file's
 // directory. `chdir` is left empty: the frontend that owns that key fills it.
 M0PY_API interpreter_settings read_settings(const config_node& root);
+
+// A Python plugin's settings: runs `read_section` (which validates the
+// plugin's own section) and read_settings(root), and throws the errors of
+// both in one config_error, so that one run reports them all.
+template <class ReadSection>
+interpreter_settings read_settings_with(const config_node& root, ReadSection&& read_section) {
+    config_errors errors;
+    interpreter_settings settings;
+    errors.check(read_section);
+    errors.check([&] { settings = read_settings(root); });
+    errors.throw_if_any();
+    return settings;
+}
+
+// The `chdir` key of a Python frontend's section: the directory the app is
+// imported from, made absolute (and recorded so, for --check); empty when
+// absent. Throws config_error if it is not a directory.
+M0PY_API std::string read_chdir(const config_node& section);
 
 // Starts the interpreter once per process (later calls only add path entries
 // not yet on sys.path) and returns with the GIL released: every later use of
