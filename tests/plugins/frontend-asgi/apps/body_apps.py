@@ -78,6 +78,23 @@ async def long_poll(scope, receive, send):
 
 
 @http_only
+async def answer_after_disconnect(scope, receive, send):
+    """A long poll that still answers when receive() says http.disconnect:
+    a client that only half-closed reads the answer."""
+    while True:
+        message = await receive()
+        if not message.get("more_body", False):
+            break
+    print("answer_after_disconnect: waiting", flush=True)
+    message = await receive()
+    print(f"answer_after_disconnect: woke with {message['type']}", flush=True)
+    # A receive() after the disconnect says it again at once.
+    again = await receive()
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": f"answered after {message['type']}, then {again['type']}".encode()})
+
+
+@http_only
 async def slow_stream(scope, receive, send):
     """Streams a chunk every 10 ms until send() raises."""
     await receive()
