@@ -88,7 +88,9 @@ using body_handler = std::function<void(boost::system::error_code ec, std::strin
 // request (FIN) is not gone: it still gets the whole response, streamed or
 // not, and the connection closes after it. The client is gone when a write
 // fails, a read reports a reset, a timeout or force-close ends the
-// connection, or the handler aborts.
+// connection, or the handler aborts. A handler that wants to hear of the
+// FIN itself (an ASGI app awaiting receive() after its body) asks with
+// on_peer_eof().
 class exchange {
 public:
     virtual ~exchange() = default;
@@ -178,6 +180,19 @@ public:
     // streams): queued without a copy per connection; the exchange holds a
     // reference until it is written.
     virtual void write_shared(std::shared_ptr<const std::string> data) = 0;
+
+    // Runs `fn` once, posted to the reactor, when the client has shut down
+    // its sending side (FIN) while this response is not finished and the
+    // request body is no longer being read: at once if that happened
+    // already. The client is not gone (the half-close rule): the response is
+    // still written. A FIN inside a streamed body is the cut-short upload
+    // instead (read_body fails with eof; 400 if the response has not begun,
+    // and then `fn` never runs). Not run if the response ends first, nor
+    // after a reset (on_client_gone tells that). Seen as far as the engine
+    // reads ahead: behind a full read-ahead buffer of pipelined requests it
+    // is not. Any number of callbacks. Declared last so existing vtable
+    // slots keep their place.
+    virtual void on_peer_eof(std::function<void()> fn) = 0;
 };
 
 // A connection after 101 Switching Protocols: raw bytes both ways, owned by

@@ -64,6 +64,8 @@ bool exchange_impl::body_pending() const { return streamed_ && session_->body_pe
 
 void exchange_impl::on_client_gone(std::function<void()> fn) { session_->on_client_gone(*this, std::move(fn)); }
 
+void exchange_impl::on_peer_eof(std::function<void()> fn) { session_->on_peer_eof(*this, std::move(fn)); }
+
 void exchange_impl::on_drain(std::function<void()> fn) { session_->on_drain(*this, std::move(fn)); }
 
 std::shared_ptr<byte_stream> exchange_impl::upgrade(std::vector<response_header> headers) {

@@ -39,6 +39,7 @@ public:
     std::shared_ptr<byte_stream> upgrade(std::vector<response_header> headers) override;
     void end_with_trailers(std::vector<response_header> trailers) override;
     void write_shared(std::shared_ptr<const std::string> data) override;
+    void on_peer_eof(std::function<void()> fn) override;
 
     bool is_head() const noexcept { return data_->is_head; }
     unsigned version() const noexcept { return data_->req.version; }

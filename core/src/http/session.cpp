@@ -33,6 +33,7 @@ constexpr std::uint64_t output_high_water = 256 * 1024;
 // A closing connection discards at most this much input before it gives up.
 constexpr std::size_t max_linger_discard = 1024 * 1024;
 constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
+constexpr std::string_view cut_short_body = "the client ended the connection before the end of the request body";
 // Body bytes reserved up front at most, whatever Content-Length claims.
 constexpr std::uint64_t max_body_reserve = 1024 * 1024;
 // A streamed body its handler left unread is skipped up to this many bytes
@@ -125,8 +126,13 @@ void session::process() {
             if (rbegin_ == rend_ && !read_pending_) rbegin_ = rend_ = 0;
             if (status == parse_status::need_more) {
                 // Nothing more will come: answer what was complete, drop a
-                // partial request, then close.
-                if (peer_eof_) close_after_flush_ = true;
+                // partial head, then close. A body cut short is answered
+                // 400, as when it is streamed (serve_pull): the half-closed
+                // client still reads.
+                if (peer_eof_ && parser_.head_done())
+                    send_error(400, cut_short_body);
+                else if (peer_eof_)
+                    close_after_flush_ = true;
                 break;
             }
             if (status == parse_status::error) {
@@ -239,8 +245,12 @@ void session::on_read(const error_code& ec, std::size_t n) {
             // Half-close rule (see http.hpp): a client that shut down its
             // sending side still reads, so it is not gone and its response
             // is written in full, streamed or not; the connection closes
-            // after it. A streamed body being pulled ends short.
-            serve_pull();
+            // after it. A streamed body being pulled ends short; after its
+            // body, the handler may want to know (on_peer_eof).
+            if (body_open_)
+                serve_pull();
+            else
+                notify_peer_eof();
             return;
         }
         process();  // answer complete requests already buffered, then close
@@ -643,6 +653,7 @@ void session::finish_response() {
     stats.in_flight.fetch_sub(1, std::memory_order_relaxed);
     stats.requests.fetch_add(1, std::memory_order_relaxed);
     gone_fns_.clear();  // the exchange is over: nobody waits for the client any more
+    peer_eof_fns_.clear();
     drain_fns_.clear();
     if (body_open_) {
         body_open_ = false;
@@ -816,6 +827,12 @@ void session::serve_pull() {
             body_open_ = false;
             parser_.stop();
             deliver_pull({}, true);
+            // Read ahead again, as after a whole body, so a FIN (or a reset)
+            // that follows the body is seen while the handler works.
+            if (peer_eof_)
+                notify_peer_eof();
+            else
+                maybe_read();
             return;
         }
         if (pull_chunk_.size() >= pull_.max || read_pending_ || peer_eof_) break;
@@ -853,12 +870,13 @@ void session::serve_pull() {
         // answers 400 on its behalf, which the client may still read. The
         // pull fails with eof either way.
         if (!resp_.begun) {
-            body_failed(400, "the client ended the connection before the end of the request body", asio::error::eof);
+            body_failed(400, cut_short_body, asio::error::eof);
             return;
         }
         body_open_ = false;
         parser_.stop();
         deliver_pull(asio::error::eof, false);
+        notify_peer_eof();
         return;
     }
     // Nothing buffered: wait for the socket, for at most body_timeout.
@@ -947,6 +965,20 @@ void session::on_client_gone(exchange_impl& ex, std::function<void()> fn) {
     gone_fns_.push_back(std::move(fn));
 }
 
+void session::on_peer_eof(exchange_impl& ex, std::function<void()> fn) {
+    if (active_ != &ex || gone_) return;  // the response ended, or on_client_gone tells
+    if (peer_eof_ && !body_open_) {
+        asio::post(server_->io(), std::move(fn));
+        return;
+    }
+    peer_eof_fns_.push_back(std::move(fn));
+}
+
+void session::notify_peer_eof() {
+    for (auto& fn : peer_eof_fns_) asio::post(server_->io(), std::move(fn));
+    peer_eof_fns_.clear();
+}
+
 // ---------------------------------------------------------------- upgrade
 
 std::shared_ptr<byte_stream> session::upgrade(exchange_impl& ex, const std::vector<response_header>& headers) {
@@ -973,6 +1005,7 @@ std::shared_ptr<byte_stream> session::upgrade(exchange_impl& ex, const std::vect
     stats.in_flight.fetch_sub(1, std::memory_order_relaxed);
     stats.requests.fetch_add(1, std::memory_order_relaxed);
     gone_fns_.clear();
+    peer_eof_fns_.clear();
     drain_fns_.clear();  // the exchange's; the stream registers its own
     resp_ = {};
     phase_ = read_phase::none;

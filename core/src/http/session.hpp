@@ -71,6 +71,7 @@ public:
     void read_body(exchange_impl& ex, std::size_t max_bytes, body_handler fn);
     bool body_pending(const exchange_impl& ex) const noexcept { return active_ == &ex && body_open_; }
     void on_client_gone(exchange_impl& ex, std::function<void()> fn);
+    void on_peer_eof(exchange_impl& ex, std::function<void()> fn);
     void on_drain(exchange_impl& ex, std::function<void()> fn);
     std::shared_ptr<byte_stream> upgrade(exchange_impl& ex, const std::vector<response_header>& headers);
 
@@ -132,6 +133,9 @@ private:
     // input is needed or once the connection must close instead.
     bool discard_body();
     void mark_gone();
+    // The client's FIN arrived while the active exchange's body is no longer
+    // read: runs its on_peer_eof callbacks.
+    void notify_peer_eof();
     // While the socket is not read for an exchange (a streamed body waiting
     // for its next pull, a full read-ahead buffer), waits for a socket
     // error so a reset is still noticed.
@@ -212,6 +216,7 @@ private:
     };
     std::vector<drain_waiter> drain_waiters_;
     std::vector<std::function<void()>> gone_fns_;  // of the active exchange
+    std::vector<std::function<void()>> peer_eof_fns_;  // of the active exchange
     // Told when the worker drains: the active exchange's, or the stream's.
     std::vector<std::function<void()>> drain_fns_;
 

@@ -166,6 +166,11 @@ void flow::on_gone() {
     }
 }
 
+void flow::on_peer_eof() {
+    peer_eof = true;
+    if (alive) release_disconnect();
+}
+
 void flow::release_room() { resolve(room); }
 void flow::release_disconnect() { resolve(disconnect); }
 
@@ -352,12 +357,16 @@ void asgi_call::post_end() {
     flow_->release_disconnect();
 }
 
-void asgi_call::watch_client() {
-    if (flow_->watching) return;
+void asgi_call::watch_client(bool fin) {
+    const bool gone = !flow_->watching;
+    fin = fin && !flow_->watching_eof;
+    if (!gone && !fin) return;
     flow_->watching = true;
+    flow_->watching_eof = flow_->watching_eof || fin;
     executor_lane* lane = &lane_;
-    port_->post_fn([ex = ex_, f = flow_, lane] {
-        ex->on_client_gone([f, lane] { lane->post_fn_to_job([f] { f->on_gone(); }); });
+    port_->post_fn([ex = ex_, f = flow_, lane, gone, fin] {
+        if (gone) ex->on_client_gone([f, lane] { lane->post_fn_to_job([f] { f->on_gone(); }); });
+        if (fin) ex->on_peer_eof([f, lane] { lane->post_fn_to_job([f] { f->on_peer_eof(); }); });
     });
 }
 
@@ -470,10 +479,13 @@ void asgi_call::wait_room(PyObject* future) {
 }
 
 bool asgi_call::wait_disconnect(PyObject* future) {
-    if (ended_ || flow_->gone) return false;
+    if (ended_ || disconnected()) return false;
     Py_INCREF(future);
     Py_XSETREF(flow_->disconnect, future);
-    watch_client();
+    // The body is complete: a FIN now means the client has nothing more to
+    // say, which the app hears as http.disconnect (as uvicorn and Granian
+    // say it); its response is still written to the half-closed client.
+    watch_client(true);
     return true;
 }
 
@@ -488,13 +500,17 @@ void asgi_call::post_abort() {
 }
 
 void asgi_call::fail(PyObject* message) {
-    if (message && message != Py_None) {
+    const bool logged = message && message != Py_None;
+    if (logged) {
         const char* text = PyUnicode_Check(message) ? PyUnicode_AsUTF8(message) : nullptr;
         if (!text) PyErr_Clear();
         log::error("asgi: " + app_.config.app + ": " + (text ? text : "error"));
     }
     if (ended_) return;
-    if (!start_seen_)
+    // An app told of a half-closed client's disconnect that returns without
+    // answering chose not to: the connection closes without an answer
+    // rather than with a 500 that blames the server.
+    if (!start_seen_ && (logged || !flow_->peer_eof))
         post_error_response();
     else
         post_abort();  // never a response that looks complete

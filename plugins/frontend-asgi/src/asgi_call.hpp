@@ -57,9 +57,11 @@ struct flow {
     // Loop thread only (GIL held).
     std::size_t owed = 0;  // bytes posted and not yet reported drained
     bool gone = false;     // the client went away
+    bool peer_eof = false; // the client shut down its sending side after its body (FIN)
     bool alive = true;     // the call has not finished
     bool pulling = false;  // a read_body is on its way
     bool watching = false; // an on_client_gone callback is registered
+    bool watching_eof = false;  // an on_peer_eof callback is registered
     PyObject* room = nullptr;        // future send() awaits (strong ref)
     PyObject* disconnect = nullptr;  // future receive() awaits after the body (strong ref)
     PyObject* piece = nullptr;       // future receive() awaits for a body piece (strong ref)
@@ -74,6 +76,10 @@ struct flow {
     void on_piece(boost::system::error_code ec, std::string chunk, bool last);
     // Loop thread: the engine says the client is gone.
     void on_gone();
+    // Loop thread: the engine saw the client's FIN after the body. Not
+    // gone (the response is still written), but receive() says
+    // http.disconnect from now on.
+    void on_peer_eof();
     // Loop thread: hand `result` (a new reference) to the receive() awaiting
     // a piece, or keep it for the next one.
     void deliver_piece(PyObject* result);
@@ -129,6 +135,9 @@ public:
     void wait_room(PyObject* future);
     bool wait_disconnect(PyObject* future);
     bool gone() const noexcept { return flow_->gone; }
+    // receive() says http.disconnect because of the client: it is gone, or
+    // it shut down its sending side.
+    bool disconnected() const noexcept { return flow_->gone || flow_->peer_eof; }
     bool started() const noexcept { return start_seen_; }
     bool ended() const noexcept { return ended_; }
     void fail(PyObject* message);
@@ -146,8 +155,9 @@ private:
     void post_abort();
     void post_write(std::string data);
     void post_end();
-    // Registers (once) an on_client_gone callback that tells the loop.
-    void watch_client();
+    // Registers (once each) the reactor callbacks that tell the loop of a
+    // client gone (on_client_gone) and, with `fin`, of its FIN (on_peer_eof).
+    void watch_client(bool fin = false);
 
     application& app_;
     executor_lane& lane_;

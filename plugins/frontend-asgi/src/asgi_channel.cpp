@@ -68,6 +68,11 @@ PyObject* ch_gone(PyObject* self, void*) {
     return PyBool_FromLong(!c || c->gone());
 }
 
+PyObject* ch_disconnected(PyObject* self, void*) {
+    asgi_call* c = reinterpret_cast<channel_object*>(self)->call;
+    return PyBool_FromLong(!c || c->disconnected());
+}
+
 PyObject* ch_started(PyObject* self, void*) {
     asgi_call* c = reinterpret_cast<channel_object*>(self)->call;
     return PyBool_FromLong(c && c->started());
@@ -105,6 +110,8 @@ PyObject* ch_streamed(PyObject* self, void*) {
 }
 
 PyGetSetDef getset[] = {{"gone", ch_gone, nullptr, "the client went away", nullptr},
+                        {"disconnected", ch_disconnected, nullptr,
+                         "the client went away or half-closed: receive() says http.disconnect", nullptr},
                         {"started", ch_started, nullptr, "http.response.start was taken", nullptr},
                         {"ended", ch_ended, nullptr, "the response is complete (or failed)", nullptr},
                         {"streamed", ch_streamed, nullptr, "the body is pulled piece by piece", nullptr},

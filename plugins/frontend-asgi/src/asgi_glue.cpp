@@ -62,11 +62,12 @@ async def _serve(app, scope, ch):
         ch.fail(None if ch.gone else traceback.format_exc())
     else:
         # Returning without (finishing) a response is the app's error, but
-        # not once its client is gone (a long poll that saw http.disconnect).
+        # not once its client is gone or half-closed (a long poll that saw
+        # http.disconnect).
         if not ch.started:
-            ch.fail(None if ch.gone else "the application returned without sending http.response.start")
+            ch.fail(None if ch.disconnected else "the application returned without sending http.response.start")
         elif not ch.ended:
-            ch.fail(None if ch.gone else "the application returned before the response was complete")
+            ch.fail(None if ch.disconnected else "the application returned before the response was complete")
     finally:
         ch.end()
 

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <limits>
 
+#include <boost/asio/error.hpp>
+
 #include <m0/python/gil.hpp>
 
 namespace m0::wsgi {
@@ -11,10 +13,27 @@ namespace {
 // Pulled bytes the app has read are dropped from the front of the buffer
 // once they are at least this many (and half of it), not on every read.
 constexpr std::size_t compact_above = 64 * 1024;
+
+// Why the body cannot be read on, with how much of it arrived: the app's
+// OSError says it, and so does the log line when the app lets it escape.
+std::string describe_failure(const boost::system::error_code& ec, std::uint64_t received,
+                             const std::optional<std::uint64_t>& promised) {
+    const std::string got = promised ? std::to_string(received) + " of " + std::to_string(*promised) + " bytes"
+                                     : std::to_string(received) + " bytes of a chunked body";
+    namespace error = boost::asio::error;
+    if (ec == error::eof) return "the client shut down its sending side after " + got;
+    if (ec == error::connection_reset) return "the connection was lost after " + got;
+    if (ec == error::message_size) return "the body went over http.max_body_size after " + got;
+    if (ec == error::timed_out) return "no more of the body came within http.body_timeout after " + got;
+    if (ec == boost::system::errc::bad_message) return "malformed chunked framing after " + got;
+    return ec.message() + " after " + got;
+}
 }  // namespace
 
-body_reader::body_reader(http::exchange_ptr ex, completion_port& port, std::size_t piece, std::string pulled)
-    : ex_(std::move(ex)), port_(port), piece_(piece), buf_(std::move(pulled)) {}
+body_reader::body_reader(http::exchange_ptr ex, completion_port& port, std::size_t piece, std::string pulled,
+                         std::optional<std::uint64_t> promised)
+    : ex_(std::move(ex)), port_(port), piece_(piece), buf_(std::move(pulled)), received_(buf_.size()),
+      promised_(promised) {}
 
 bool body_reader::pull_one(std::size_t at_least) {
     if (pos_ >= compact_above && pos_ * 2 >= buf_.size()) {
@@ -64,30 +83,49 @@ bool body_reader::pull_one(std::size_t at_least) {
     }
     if (result->abandoned || result->ec) {
         failed_ = true;
-        failure_ = result->abandoned ? "the server is stopping" : result->ec.message();
-        PyErr_Format(PyExc_OSError, "request body: %s", failure_.c_str());
-        return false;
+        client_failed_ = !result->abandoned;
+        failure_ = result->abandoned ? "the server is stopping" : describe_failure(result->ec, received_, promised_);
+        python::py_ref text(PyUnicode_FromFormat("request body: %s", failure_.c_str()));
+        failure_exc_ = python::py_ref(text ? PyObject_CallOneArg(PyExc_OSError, text.get()) : nullptr);
+        return raise_failure();
     }
+    received_ += result->chunk.size();
     buf_.append(result->chunk);
     end_ = result->last;
     return true;
 }
 
-bool body_reader::fill(std::size_t want) {
-    if (failed_) {
-        PyErr_Format(PyExc_OSError, "request body: %s", failure_.c_str());
-        return false;
+bool body_reader::raise_failure() const {
+    // The same exception each time, so that whichever read's escapes the
+    // app is known as the body's.
+    if (failure_exc_)
+        PyErr_SetObject(PyExc_OSError, failure_exc_.get());
+    else
+        PyErr_Format(PyExc_OSError, "request body: %s", failure_.c_str());  // it could not be made
+    return false;
+}
+
+bool body_reader::client_failure_raised(PyObject* exc) const {
+    if (!client_failed_ || !failure_exc_) return false;
+    // Along `raise ... from` links, a few deep (a chain can be a cycle).
+    for (int depth = 0; exc && depth < 8; ++depth) {
+        if (exc == failure_exc_.get()) return true;
+        PyObject* cause = PyException_GetCause(exc);
+        Py_XDECREF(cause);  // still held by exc.__cause__
+        exc = cause;
     }
+    return false;
+}
+
+bool body_reader::fill(std::size_t want) {
+    if (failed_) return raise_failure();
     while (!end_ && buf_.size() - pos_ < want)
         if (!pull_one(want - (buf_.size() - pos_))) return false;
     return true;
 }
 
 bool body_reader::fill_line(std::size_t limit) {
-    if (failed_) {
-        PyErr_Format(PyExc_OSError, "request body: %s", failure_.c_str());
-        return false;
-    }
+    if (failed_) return raise_failure();
     std::size_t scanned = 0;  // bytes after pos_ known to hold no '\n'
     while (!end_ && buf_.size() - pos_ < limit) {
         const std::size_t avail = buf_.size() - pos_;

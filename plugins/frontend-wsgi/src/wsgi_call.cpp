@@ -87,8 +87,28 @@ std::string wsgi_call::describe() const {
 }
 
 void wsgi_call::fail(const char* what) {
-    python::log_exception(describe() + ": " + what);
     outcome_ = headers_sent_ ? outcome::abort : outcome::error;
+    if (body_failure_escaped()) return;
+    python::log_exception(describe() + ": " + what);
+}
+
+bool wsgi_call::body_failure_escaped() {
+    if (!reader_) return false;
+    PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (!reader_->client_failure_raised(value)) {
+        PyErr_Restore(type, value, tb);
+        return false;
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    log::info(describe() + ": request body cut short: " + reader_->failure() + " (not an application error)");
+    // The engine has answered (400, 413, 408) on the app's behalf, or the
+    // connection is gone: nothing of the app's is sent.
+    outcome_ = outcome::abort;
+    return true;
 }
 
 void wsgi_call::run(completion_port& port) noexcept {
@@ -98,7 +118,8 @@ void wsgi_call::run(completion_port& port) noexcept {
     const std::string* whole = &req_->body;
     if (facts_.body_streamed)
         reader_ = std::make_unique<body_reader>(ex_, port, app_.config.input_buffer,
-                                                std::move(facts_.pulled_body).value_or(std::string()));
+                                                std::move(facts_.pulled_body).value_or(std::string()),
+                                                facts_.streamed_length);
     else if (facts_.pulled_body)
         whole = &*facts_.pulled_body;
     request_objects objects;

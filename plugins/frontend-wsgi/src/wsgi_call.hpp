@@ -127,7 +127,13 @@ private:
     // if the client is gone.
     bool send_chunk(const char* data, std::size_t size);
     bool wait_for_room();
+    // Logs the pending exception with its traceback as the app's error,
+    // unless body_failure_escaped().
     void fail(const char* what);
+    // The pending exception is the one wsgi.input raised because the client
+    // ended the body early (or one raised from it): a client gone is no
+    // app error, so it is cleared and one line logged instead.
+    bool body_failure_escaped();
     void close_iterable(PyObject* result);
     std::string describe() const;
 

@@ -1,5 +1,6 @@
-// Streamed request bodies, client-gone notifications, the half-close rule,
-// several drain waiters, upgraded connections and the drain report.
+// Streamed request bodies, client-gone notifications, the half-close rule and
+// the peer's FIN (on_peer_eof), several drain waiters, upgraded connections
+// and the drain report.
 #include <boost/test/unit_test.hpp>
 
 #include <boost/asio/error.hpp>
@@ -164,17 +165,26 @@ BOOST_AUTO_TEST_CASE(body_timeout_applies_while_pulling) {
 BOOST_AUTO_TEST_CASE(body_cut_short_by_the_client_is_answered_400) {
     // Content-Length promises 10 bytes; the client sends 3 and shuts down
     // its side. The request can never be complete: the engine answers 400
-    // (the client still reads) and the pull fails with eof.
+    // (the client still reads), whether the body is pulled by the handler
+    // (the pull fails with eof) or read whole before it runs (it never
+    // does). Either way this FIN is no on_peer_eof.
     test_server srv;
-    test_client c(srv.port());
-    c.send("POST /pull-echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
-    c.shutdown_send();
-    auto r = c.read_response();
-    BOOST_REQUIRE(r);
-    BOOST_TEST(r->status == 400);
-    BOOST_TEST(c.closed_by_peer());
+    for (const std::string path : {"/pull-wait-peer-eof", "/wait-peer-eof"}) {
+        BOOST_TEST_CONTEXT(path) {
+            test_client c(srv.port());
+            c.send("POST " + path + " HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
+            c.shutdown_send();
+            auto r = c.read_response();
+            BOOST_REQUIRE(r);
+            BOOST_TEST(r->status == 400);
+            BOOST_TEST(r->get("connection") == "close");
+            BOOST_TEST(c.closed_by_peer());
+            BOOST_TEST(eventually([&] { return srv.stats().in_flight.load() == 0; }));
+        }
+    }
+    // The streamed one's pull failed.
     BOOST_TEST(eventually([&] { return srv.handler().pull_error.load() == int(boost::asio::error::eof); }));
-    BOOST_TEST(eventually([&] { return srv.stats().in_flight.load() == 0; }));
+    BOOST_TEST(srv.handler().peer_eof_calls.load() == 0);
 }
 
 BOOST_AUTO_TEST_CASE(half_closed_client_gets_the_whole_response) {
@@ -198,6 +208,66 @@ BOOST_AUTO_TEST_CASE(half_closed_client_gets_the_whole_response) {
         BOOST_TEST(r->body == "chunk1chunk2chunk3");
         BOOST_TEST(c.closed_by_peer());
     }
+}
+
+BOOST_AUTO_TEST_CASE(peer_eof_runs_once_on_a_fin_after_the_request_and_the_answer_still_arrives) {
+    test_server srv;
+    {
+        test_client c(srv.port());
+        c.send(post("/wait-peer-eof", "whole"));
+        BOOST_REQUIRE(eventually([&] { return srv.stats().in_flight.load() == 1; }));
+        BOOST_TEST(srv.handler().peer_eof_calls.load() == 0);  // nothing before the FIN
+        c.shutdown_send();
+        auto r = c.read_response();
+        BOOST_REQUIRE(r);
+        BOOST_TEST(r->body == "peer eof after whole");
+        BOOST_TEST(c.closed_by_peer());
+        BOOST_TEST(srv.handler().peer_eof_calls.load() == 1);
+        BOOST_TEST(srv.handler().gone_calls.load() == 0);  // half-closed is not gone
+    }
+    {
+        // The FIN came with the request: a callback registered later runs at once.
+        test_client c(srv.port());
+        c.send(post("/wait-peer-eof", "early"));
+        c.shutdown_send();
+        auto r = c.read_response();
+        BOOST_REQUIRE(r);
+        BOOST_TEST(r->body == "peer eof after early");
+        BOOST_TEST(c.closed_by_peer());
+        BOOST_TEST(srv.handler().peer_eof_calls.load() == 2);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(peer_eof_after_a_streamed_body_is_seen_while_the_handler_waits) {
+    test_server srv;
+    test_client c(srv.port());
+    const auto body = pattern(20'000);
+    c.send(post("/pull-wait-peer-eof", body));
+    // Pulled to its end (4096 bytes a pull): the handler now waits for the FIN.
+    BOOST_REQUIRE(eventually([&] { return srv.handler().pulls.load() == 5; }));
+    BOOST_TEST(srv.handler().peer_eof_calls.load() == 0);
+    c.shutdown_send();
+    auto r = c.read_response();
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->status == 200);
+    BOOST_TEST(r->body == "peer eof after " + body);
+    BOOST_TEST(c.closed_by_peer());
+    BOOST_TEST(srv.handler().peer_eof_calls.load() == 1);
+    BOOST_TEST(srv.handler().pull_error.load() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(peer_eof_does_not_run_for_a_fin_between_requests) {
+    test_server srv;
+    test_client c(srv.port());
+    c.send("GET /watch-peer-eof HTTP/1.1\r\nHost: t\r\n\r\n");
+    auto r = c.read_response();
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->body == "watched");
+    BOOST_TEST(!r->has("connection"));  // kept alive: the FIN comes while idle
+    c.shutdown_send();
+    BOOST_TEST(c.closed_by_peer());
+    BOOST_TEST(eventually([&] { return srv.stats().live_connections.load() == 0; }));
+    BOOST_TEST(srv.handler().peer_eof_calls.load() == 0);
 }
 
 BOOST_AUTO_TEST_CASE(client_gone_runs_once_on_a_reset) {

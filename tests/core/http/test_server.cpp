@@ -60,9 +60,11 @@ std::uint64_t file_size(const std::string& path) {
     return static_cast<std::uint64_t>(st.st_size);
 }
 
-// Pulls the whole body `max` bytes at a time, then echoes it.
-void pull_all(test_handler& h, exchange_ptr ex, std::size_t max, std::shared_ptr<std::string> body) {
-    ex->read_body(max, [&h, ex, max, body](boost::system::error_code ec, std::string chunk, bool last) {
+using body_done = std::function<void(exchange_ptr, std::string)>;
+
+// Pulls the whole body `max` bytes at a time, then hands it to `done`.
+void pull_all(test_handler& h, exchange_ptr ex, std::size_t max, std::shared_ptr<std::string> body, body_done done) {
+    ex->read_body(max, [&h, ex, max, body, done](boost::system::error_code ec, std::string chunk, bool last) {
         if (ec) {
             h.pull_error = ec.value();
             return;  // the engine answered (413, 408) or the client is gone
@@ -71,9 +73,19 @@ void pull_all(test_handler& h, exchange_ptr ex, std::size_t max, std::shared_ptr
         if (chunk.size() > max) h.pull_error = -1;
         body->append(chunk);
         if (last)
-            ex->respond(200, {}, std::move(*body));
+            done(ex, std::move(*body));
         else
-            pull_all(h, ex, max, body);
+            pull_all(h, ex, max, body, done);
+    });
+}
+
+// Answers with `body` once the client has shut down its sending side;
+// counts the on_peer_eof and on_client_gone callbacks that run.
+void answer_at_peer_eof(test_handler& h, exchange_ptr ex, std::string body) {
+    ex->on_client_gone([&h, ex] { ++h.gone_calls; });
+    ex->on_peer_eof([&h, ex, body = std::move(body)]() mutable {
+        ++h.peer_eof_calls;
+        ex->respond(200, {}, "peer eof after " + body);
     });
 }
 
@@ -96,7 +108,16 @@ bool test_handler::stream_body(const m0::http::request& req) { return req.path.s
 void test_handler::on_request(exchange_ptr ex) {
     const auto& r = ex->req();
     if (r.path == "/pull-echo") {
-        pull_all(*this, ex, static_cast<std::size_t>(query_int(r.query, "max", 4096)), std::make_shared<std::string>());
+        pull_all(*this, ex, static_cast<std::size_t>(query_int(r.query, "max", 4096)), std::make_shared<std::string>(),
+                 [](exchange_ptr e, std::string body) { e->respond(200, {}, std::move(body)); });
+    } else if (r.path == "/pull-wait-peer-eof") {
+        pull_all(*this, ex, 4096, std::make_shared<std::string>(),
+                 [this](exchange_ptr e, std::string body) { answer_at_peer_eof(*this, std::move(e), std::move(body)); });
+    } else if (r.path == "/wait-peer-eof") {
+        answer_at_peer_eof(*this, ex, r.body);
+    } else if (r.path == "/watch-peer-eof") {
+        ex->on_peer_eof([this, ex] { ++peer_eof_calls; });
+        ex->respond(200, {}, "watched");
     } else if (r.path == "/pull-wait-gone") {
         ex->on_client_gone([this, ex] { ++gone_calls; });
     } else if (r.path == "/pull-ignore") {

@@ -49,6 +49,9 @@ private:
 //   /hold             records stats->accepted, blocks the reactor until
 //                     release_hold is set (at most 5 s), answers "held"
 //   /wait-gone        never answers; counts on_client_gone callbacks
+//   /wait-peer-eof    answers "peer eof after <body>" from its on_peer_eof
+//                     callback; counts those and on_client_gone callbacks
+//   /watch-peer-eof   registers a counted on_peer_eof, answers "watched" at once
 //   /held             a chunked "tick;" held open; on drain writes "done"
 //                     and ends
 //   /drained-twice    begins a chunked response, waits with two
@@ -60,6 +63,7 @@ private:
 //                     answers with it; counts pulls, records the last error
 //   /pull-ignore      answers "ignored" at once, never pulls
 //   /pull-wait-gone   never pulls nor answers; counts on_client_gone callbacks
+//   /pull-wait-peer-eof  pulls the whole body, then as /wait-peer-eof
 //   anything else     404
 class test_handler final : public m0::http::handler {
 public:
@@ -78,6 +82,7 @@ public:
     std::mutex hold_mutex;
     std::atomic<int> pulls{0};
     std::atomic<int> gone_calls{0};
+    std::atomic<int> peer_eof_calls{0};
     std::atomic<int> drained_calls{0};
     std::atomic<int> upgrade_drain_calls{0};
     // The error of the last failed pull (set on the worker thread).

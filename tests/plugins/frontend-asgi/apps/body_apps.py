@@ -64,17 +64,35 @@ async def early_answer(scope, receive, send):
     print(f"early_answer: then {message['type']}", flush=True)
 
 
+async def _read_body(receive):
+    while True:
+        message = await receive()
+        if not message.get("more_body", False):
+            return
+
+
 @http_only
 async def long_poll(scope, receive, send):
     """Reads the body, then waits for the client to go away without writing
     anything (a long poll whose event never comes)."""
-    while True:
-        message = await receive()
-        if not message.get("more_body", False):
-            break
+    await _read_body(receive)
     print("long_poll: waiting", flush=True)
     message = await receive()
     print(f"long_poll: woke with {message['type']}", flush=True)
+
+
+@http_only
+async def answer_after_disconnect(scope, receive, send):
+    """A long poll that still answers when receive() says http.disconnect:
+    a client that only half-closed reads the answer."""
+    await _read_body(receive)
+    print("answer_after_disconnect: waiting", flush=True)
+    message = await receive()
+    print(f"answer_after_disconnect: woke with {message['type']}", flush=True)
+    # A receive() after the disconnect says it again at once.
+    again = await receive()
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": f"answered after {message['type']}, then {again['type']}".encode()})
 
 
 @http_only

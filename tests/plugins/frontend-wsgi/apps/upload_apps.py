@@ -2,7 +2,8 @@
 
 `count` reads wsgi.input the way the query asks (read(65536) pieces by
 default) and answers with the byte count, a SHA-256 and what the environ said
-about the body; `ignore` answers without reading it.
+about the body; `strict` reads it and lets a read error escape; `ignore`
+answers without reading it.
 """
 import hashlib
 import json
@@ -60,6 +61,30 @@ def count(environ, start_response):
     }).encode()
     start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
     return [body]
+
+
+class UnreadableBody(Exception):
+    """What a framework raises from the OSError of a body it cannot read
+    (Django's UnreadablePostError)."""
+
+
+def strict(environ, start_response):
+    """Reads the whole body and lets whatever the read raises escape, as
+    most apps do. ?wrap=1 raises its own exception from that OSError (as
+    Django does); ?fail=1 raises an OSError of its own after reading the
+    whole body: a real application error."""
+    query = parse_qs(environ.get("QUERY_STRING", ""))
+    try:
+        body = environ["wsgi.input"].read()
+    except OSError as e:
+        if "wrap" in query:
+            raise UnreadableBody(str(e)) from e
+        raise
+    if "fail" in query:
+        raise OSError("the application's own error")
+    answer = str(len(body)).encode()
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(answer)))])
+    return [answer]
 
 
 def ignore(environ, start_response):
