@@ -228,10 +228,6 @@ int main(int argc, char** argv) try {
             auto ex = std::make_shared<answer_recorder>(io, req);
             m0::wsgi::request_facts facts;
             facts.path_info = "/";
-            facts.remote_addr = req.remote.address().to_string();
-            facts.remote_port = req.remote.port();
-            facts.server_name = req.local.address().to_string();
-            facts.server_port = req.local.port();
             exchanges.push_back(ex);
             jobs.push_back(std::make_unique<m0::wsgi::wsgi_call>(app, lane, ex, std::move(facts)));
         }

@@ -22,11 +22,12 @@ namespace m0::wsgi {
 struct request_facts {
     std::string path_info;    // percent-decoded, after the mount prefix and url_prefix
     std::string script_name;  // under a mount: its prefix + url_prefix; empty: url_prefix alone
-    std::string remote_addr;
-    std::string server_name;
-    std::uint16_t remote_port = 0;  // 0: unknown (a proxy gave the address alone)
-    std::uint16_t server_port = 0;
+    // REMOTE_ADDR/REMOTE_PORT are request::remote (no REMOTE_PORT when its
+    // port is 0: a proxy gave the address alone), SERVER_NAME/SERVER_PORT
+    // request::local, except with https: then the server the client named.
     bool https = false;             // wsgi.url_scheme "https" and HTTPS=on
+    std::string server_name;        // with https only: from Host
+    std::uint16_t server_port = 0;  // with https only
     // The body is streamed (not in request::body); its declared length when
     // it has a Content-Length, none when it is chunked.
     bool body_streamed = false;
