@@ -20,13 +20,15 @@ std::size_t address_hash(const boost::asio::ip::address& a) noexcept {
 }  // namespace
 
 bool header_signature::matches(const std::vector<http::header_field>& headers) const noexcept {
-    if (headers.size() != lengths_.size()) return false;
+    if (headers.size() != count_) return false;
     const char* p = bytes_.data();
-    for (std::size_t i = 0; i < headers.size(); ++i) {
-        const auto [name_len, value_len] = lengths_[i];
-        const http::header_field& h = headers[i];
-        if (h.name.size() != name_len || h.value.size() != value_len ||
-            std::memcmp(p, h.name.data(), name_len) != 0 || std::memcmp(p + name_len, h.value.data(), value_len) != 0)
+    for (const http::header_field& h : headers) {
+        std::uint32_t name_len = 0, value_len = 0;
+        std::memcpy(&name_len, p, 4);
+        std::memcpy(&value_len, p + 4, 4);
+        p += 8;
+        if (h.name.size() != name_len || h.value.size() != value_len || std::memcmp(p, h.name.data(), name_len) != 0 ||
+            std::memcmp(p + name_len, h.value.data(), value_len) != 0)
             return false;
         p += name_len + value_len;
     }
@@ -35,12 +37,14 @@ bool header_signature::matches(const std::vector<http::header_field>& headers) c
 
 void header_signature::assign(const std::vector<http::header_field>& headers) {
     bytes_.clear();
-    lengths_.clear();
     for (const http::header_field& h : headers) {
+        const std::uint32_t lengths[2] = {static_cast<std::uint32_t>(h.name.size()),
+                                          static_cast<std::uint32_t>(h.value.size())};
+        bytes_.append(reinterpret_cast<const char*>(lengths), sizeof lengths);
         bytes_.append(h.name);
         bytes_.append(h.value);
-        lengths_.emplace_back(static_cast<std::uint32_t>(h.name.size()), static_cast<std::uint32_t>(h.value.size()));
     }
+    count_ = headers.size();
 }
 
 bool environ_template::same_connection(const http::request& req, const request_facts& f) const noexcept {
@@ -60,26 +64,28 @@ void environ_template::reset(const http::request& req, const request_facts& f) {
 }
 
 environ_templates::environ_templates(std::size_t sets, std::size_t ways)
-    : sets_(sets ? sets : 1), ways_(ways ? ways : 1), slots_(sets_ * ways_) {}
+    : sets_(sets ? sets : 1), ways_(ways ? ways : 1), ways_of_(sets_ * ways_), slots_(sets_ * ways_) {}
 
 environ_template& environ_templates::slot_for(const http::request& req, const request_facts& f) {
-    // Client ports spread connections of one client over the sets.
-    const std::size_t h = (req.remote.port() * std::size_t{0x9E3779B1}) ^ (address_hash(req.remote.address()) * 31) ^
-                          req.local.port();
-    environ_template* set = &slots_[((h >> 7) ^ h) % sets_ * ways_];
-    environ_template* victim = set;
+    std::uint64_t h = (req.remote.port() * std::uint64_t{0x9E3779B97F4A7C15}) ^
+                      (address_hash(req.remote.address()) * std::uint64_t{0xC2B2AE3D27D4EB4F}) ^
+                      (req.local.port() * std::uint64_t{0x165667B19E3779F9});
+    h ^= h >> 29;
+    h |= 1;  // 0 marks an unused slot
+    const std::size_t first = (h >> 1) % sets_ * ways_;
+    std::size_t victim = first;
     ++clock_;
-    for (std::size_t i = 0; i < ways_; ++i) {
-        environ_template& t = set[i];
-        if (t.last_use != 0 && t.same_connection(req, f)) {
-            t.last_use = clock_;
-            return t;
+    for (std::size_t i = first; i < first + ways_; ++i) {
+        way& w = ways_of_[i];
+        if (w.tag == h && slots_[i].same_connection(req, f)) {
+            w.last_use = clock_;
+            return slots_[i];
         }
-        if (t.last_use < victim->last_use) victim = &t;
+        if (w.last_use < ways_of_[victim].last_use) victim = i;
     }
-    victim->reset(req, f);
-    victim->last_use = clock_;
-    return *victim;
+    ways_of_[victim] = {h, clock_};
+    slots_[victim].reset(req, f);
+    return slots_[victim];
 }
 
 }  // namespace m0::wsgi
