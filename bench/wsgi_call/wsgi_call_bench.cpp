@@ -3,7 +3,8 @@
 // bench/wsgi_bare, called from C with a fresh environ dict and a C
 // start_response (CPython's floor), then through the frontend's real job
 // (wsgi_call::run: GIL, environ, start_response checks, body), as a pool
-// thread runs it. Prints thread CPU per call; see docs/benchmarks.md
+// thread runs it, and the parts of that job on their own (the GIL, the
+// environ, start_response's checks). Prints thread CPU per call; see docs/benchmarks.md
 // ("Where a request's time goes").
 //
 //   m0_bench_wsgi_call [--calls N] [--rounds R] [--connections C]
@@ -21,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -34,7 +36,9 @@
 #include <m0/python/interpreter.hpp>
 #include <m0/python/ref.hpp>
 
+#include "response_head.hpp"
 #include "wsgi_call.hpp"
+#include "wsgi_environ.hpp"
 #include "wsgi_objects.hpp"
 
 namespace {
@@ -265,29 +269,66 @@ int main(int argc, char** argv) try {
         return thread_cpu_ns() - t0;
     };
 
-    std::vector<double> floor_ns, job_ns, gil_ns;
+    // The parts of a call on their own, GIL held: the environ (made and
+    // freed), and start_response's checks of the app's status and headers.
+    std::vector<m0::wsgi::request_facts> facts(requests.size());
+    for (auto& f : facts) f.path_info = "/";
+    auto environ_batch = [&](unsigned n) {
+        m0::python::gil_scope gil;
+        const double t0 = thread_cpu_ns();
+        for (unsigned i = 0; i < n; ++i) {
+            const std::size_t c = i % requests.size();
+            py_ref env(app.environ->build(requests[c], facts[c], Py_None));
+            if (!env) throw std::runtime_error("the environ could not be made");
+        }
+        return thread_cpu_ns() - t0;
+    };
+    py_ref status, headers;
+    {
+        m0::python::gil_scope gil;
+        status = py_ref(PyUnicode_FromString("200 OK"));
+        headers = py_ref(Py_BuildValue("[(ss)(ss)]", "Content-Type", "text/plain", "Content-Length", "13"));
+    }
+    auto checks_batch = [&](unsigned n) {
+        m0::python::gil_scope gil;
+        const double t0 = thread_cpu_ns();
+        for (unsigned i = 0; i < n; ++i) {
+            m0::wsgi::response_head head;
+            if (!m0::wsgi::parse_status(status.get(), head.status, app.checked.get()) ||
+                !m0::wsgi::parse_headers(headers.get(), head, app.checked.get()))
+                throw std::runtime_error("start_response refused the app's arguments");
+        }
+        return thread_cpu_ns() - t0;
+    };
+
+    struct arm {
+        const char* name;
+        std::function<double(unsigned)> batch;
+        std::vector<double> ns;
+    };
+    std::vector<arm> arms = {
+        {"C floor: environ copy, C start_response", [&](unsigned n) { return floor_batch(*floor, n); }, {}},
+        {"wsgi_call::run (GIL taken per call)", job_batch, {}},
+        {"  GIL taken and released (gil_scope)", gil_batch, {}},
+        {"  environ made and freed", environ_batch, {}},
+        {"  start_response checks", checks_batch, {}},
+    };
     job_batch(batch);  // warm-up: header names and values seen once
     for (unsigned r = 0; r < opt.rounds; ++r) {
-        double f = 0, j = 0, g = 0;
-        for (unsigned done = 0; done < opt.calls; done += batch) {
-            f += floor_batch(*floor, batch);
-            j += job_batch(batch);
-            g += gil_batch(batch);
-        }
-        gil_ns.push_back(g / opt.calls);
-        floor_ns.push_back(f / opt.calls);
-        job_ns.push_back(j / opt.calls);
+        std::vector<double> spent(arms.size());
+        for (unsigned done = 0; done < opt.calls; done += batch)
+            for (std::size_t a = 0; a < arms.size(); ++a) spent[a] += arms[a].batch(batch);
+        for (std::size_t a = 0; a < arms.size(); ++a) arms[a].ns.push_back(spent[a] / opt.calls);
     }
 
     std::printf("WSGI call on one thread: 13-byte app, browser-like headers, %u connections, %u calls x %u rounds "
                 "(median), thread CPU\n",
                 opt.connections, opt.calls, opt.rounds);
     std::printf("%-44s %12s\n", "arm", "CPU us/call");
-    std::printf("%-44s %12.3f\n", "C floor: environ copy, C start_response", median(floor_ns) / 1000);
-    std::printf("%-44s %12.3f\n", "wsgi_call::run (GIL taken per call)", median(job_ns) / 1000);
-    std::printf("%-44s %12.3f\n", "GIL taken and released (gil_scope)", median(gil_ns) / 1000);
+    for (const arm& a : arms) std::printf("%-44s %12.3f\n", a.name, median(a.ns) / 1000);
     {
         m0::python::gil_scope gil;
+        status = headers = py_ref();
         floor.reset();
         app.environ.reset();
         app.checked.reset();
