@@ -74,7 +74,7 @@ PyObject* intern(const char* s) {
 }  // namespace
 
 struct environ_builder::impl {
-    // Keys set per request.
+    // Keys a template or each request sets.
     py_ref k_method{intern("REQUEST_METHOD")}, k_path{intern("PATH_INFO")}, k_query{intern("QUERY_STRING")},
         k_protocol{intern("SERVER_PROTOCOL")}, k_server_name{intern("SERVER_NAME")},
         k_server_port{intern("SERVER_PORT")}, k_remote_addr{intern("REMOTE_ADDR")},

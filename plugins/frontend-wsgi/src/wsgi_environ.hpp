@@ -1,8 +1,9 @@
 #pragma once
 // Building the PEP 3333 environ: the hot Python part of every request.
-// Constant keys are interned once, constant values live in a template dict
-// that each request copies (a flat memory copy in CPython), and values that
-// repeat from request to request (method, Host, User-Agent...) are reused.
+// Keys are interned once; each request's environ is a copy (a flat memory
+// copy in CPython) of its connection's template (environ_templates), which
+// holds the constant keys, the connection's and the headers' values; only
+// the request line, wsgi.input and CONTENT_LENGTH are set per request.
 #include <Python.h>
 
 #include <cstdint>
