@@ -27,6 +27,7 @@ class header_signature {
 public:
     bool matches(const std::vector<http::header_field>& headers) const noexcept;
     void assign(const std::vector<http::header_field>& headers);
+    std::size_t bytes() const noexcept { return bytes_.size(); }
 
 private:
     // One buffer, read front to back: per field its name's and value's
@@ -62,6 +63,10 @@ struct environ_template {
 // A set-associative cache of templates, least recently used replaced first.
 class environ_templates {
 public:
+    // A template made from more header bytes than this is used once and not
+    // kept: the cache stays within a few MiB whatever the clients send.
+    static constexpr std::size_t max_kept_header_bytes = 4096;
+
     // sets * ways templates at most (each ~1 KiB once made).
     explicit environ_templates(std::size_t sets = 256, std::size_t ways = 4);
     // The slot of `req`'s connection: its template if it has one, else an

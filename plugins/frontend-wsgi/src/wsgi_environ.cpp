@@ -240,6 +240,8 @@ PyObject* environ_builder::build(const http::request& req, const request_facts& 
         auto r = std::to_chars(buf, buf + sizeof buf, f.body_streamed ? f.streamed_length.value_or(0) : whole_size);
         if (!put_new(d, m.k_content_length.get(), m.content_length.get(std::string_view(buf, r.ptr - buf)))) return nullptr;
     }
+    // Last: t.method and the like point into the template.
+    if (t.headers.bytes() > environ_templates::max_kept_header_bytes) t.dict = py_ref();
     return env.release();
 }
 

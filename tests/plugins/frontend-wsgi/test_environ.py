@@ -131,3 +131,15 @@ def test_forwarded_client_changes_on_one_connection(wsgi_server):
             headers = BROWSER + [("X-Forwarded-For", client)]
             assert ask(s, reader, headers=headers) == expected(server, s, headers=headers, remote=client)
         assert ask(s, reader) == expected(server, s)
+
+
+def test_large_headers_on_consecutive_requests(wsgi_server):
+    # A template made from more than 4 KiB of header fields is not kept:
+    # each such request is made afresh, and exactly.
+    server = start(wsgi_server)
+    big = BROWSER + [("Cookie", "session=" + "x" * 5000)]
+    other = BROWSER + [("Cookie", "session=" + "y" * 5000)]
+    with server.connect() as s:
+        reader = m0test.ResponseReader(s)
+        for headers in [big, big, BROWSER, big, other, BROWSER]:
+            assert ask(s, reader, headers=headers) == expected(server, s, headers=headers)
