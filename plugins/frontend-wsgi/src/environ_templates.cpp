@@ -10,6 +10,11 @@ namespace m0::wsgi {
 
 namespace {
 
+// memcmp must not get a null pointer, which an empty view may have.
+bool same_bytes(const char* p, std::string_view v) noexcept {
+    return v.empty() || std::memcmp(p, v.data(), v.size()) == 0;
+}
+
 std::size_t address_hash(const boost::asio::ip::address& a) noexcept {
     if (a.is_v4()) return a.to_v4().to_uint();
     const auto bytes = a.to_v6().to_bytes();
@@ -27,8 +32,8 @@ bool header_signature::matches(const std::vector<http::header_field>& headers) c
         std::memcpy(&name_len, p, 4);
         std::memcpy(&value_len, p + 4, 4);
         p += 8;
-        if (h.name.size() != name_len || h.value.size() != value_len || std::memcmp(p, h.name.data(), name_len) != 0 ||
-            std::memcmp(p + name_len, h.value.data(), value_len) != 0)
+        if (h.name.size() != name_len || h.value.size() != value_len || !same_bytes(p, h.name) ||
+            !same_bytes(p + name_len, h.value))
             return false;
         p += name_len + value_len;
     }

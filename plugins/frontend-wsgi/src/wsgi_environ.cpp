@@ -220,8 +220,9 @@ PyObject* environ_builder::build(const http::request& req, const request_facts& 
     PyObject* d = env.get();
     // The request line: set only where it differs from the template's.
     auto line = [d](PyObject* key, PyObject* held, std::string_view v, reused_str& cache) {
+        // An empty view may have no data pointer, which memcmp must not get.
         if (PyUnicode_GET_LENGTH(held) == static_cast<Py_ssize_t>(v.size()) &&
-            std::memcmp(PyUnicode_1BYTE_DATA(held), v.data(), v.size()) == 0)
+            (v.empty() || std::memcmp(PyUnicode_1BYTE_DATA(held), v.data(), v.size()) == 0))
             return true;
         return put_new(d, key, cache.get(v));
     };
