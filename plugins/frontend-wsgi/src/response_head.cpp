@@ -25,9 +25,45 @@ bool latin1_view(PyObject* s, const char* what, std::string_view& out) {
     return true;
 }
 
+template <class Entry>
+void remember(Entry& e, PyObject* s, decltype(Entry::value) value) noexcept {
+    Py_INCREF(s);
+    Py_XSETREF(e.s, s);
+    e.value = value;
+}
+
 }  // namespace
 
-bool parse_status(PyObject* status, unsigned& out) {
+checked_strings::~checked_strings() {
+    for (auto& e : names_) Py_XDECREF(e.s);
+    for (auto& e : statuses_) Py_XDECREF(e.s);
+}
+
+checked_strings::name_kind checked_strings::name(PyObject* s) const noexcept {
+    const auto& e = names_[slot(s, names_.size())];
+    return e.s == s ? e.value : name_kind::unknown;
+}
+
+void checked_strings::remember_name(PyObject* s, name_kind kind) noexcept {
+    remember(names_[slot(s, names_.size())], s, kind);
+}
+
+unsigned checked_strings::status(PyObject* s) const noexcept {
+    const auto& e = statuses_[slot(s, statuses_.size())];
+    return e.s == s ? e.value : 0;
+}
+
+void checked_strings::remember_status(PyObject* s, unsigned code) noexcept {
+    remember(statuses_[slot(s, statuses_.size())], s, code);
+}
+
+bool parse_status(PyObject* status, unsigned& out, checked_strings* checked) {
+    if (checked) {
+        if (unsigned code = checked->status(status)) {
+            out = code;
+            return true;
+        }
+    }
     std::string_view s;
     if (!latin1_view(status, "status", s)) return false;
     bool ok = s.size() >= 4 && s[3] == ' ';
@@ -43,10 +79,13 @@ bool parse_status(PyObject* status, unsigned& out) {
         return false;
     }
     out = code;
+    // Only exact str objects: a subclass's value could change under us.
+    if (checked && PyUnicode_CheckExact(status)) checked->remember_status(status, code);
     return true;
 }
 
-bool parse_headers(PyObject* headers, response_head& out) {
+bool parse_headers(PyObject* headers, response_head& out, checked_strings* checked) {
+    using kind = checked_strings::name_kind;
     if (!PyList_Check(headers)) {
         PyErr_Format(PyExc_TypeError, "headers must be a list, not %.100s", Py_TYPE(headers)->tp_name);
         return false;
@@ -61,21 +100,29 @@ bool parse_headers(PyObject* headers, response_head& out) {
             PyErr_Format(PyExc_TypeError, "header %R must be a (name, value) tuple", item);
             return false;
         }
+        PyObject* name_obj = PyTuple_GET_ITEM(item, 0);
         std::string_view name, value;
-        if (!latin1_view(PyTuple_GET_ITEM(item, 0), "header name", name) ||
+        if (!latin1_view(name_obj, "header name", name) ||
             !latin1_view(PyTuple_GET_ITEM(item, 1), "header value", value))
             return false;
-        if (!http::is_token(name)) {
-            PyErr_Format(PyExc_ValueError, "invalid header name %R", PyTuple_GET_ITEM(item, 0));
-            return false;
+        kind k = checked ? checked->name(name_obj) : kind::unknown;
+        if (k == kind::unknown) {
+            if (!http::is_token(name)) {
+                PyErr_Format(PyExc_ValueError, "invalid header name %R", name_obj);
+                return false;
+            }
+            k = http::ascii_iequals(name, "Content-Length") ? kind::content_length
+                : http::is_engine_owned_header(name)        ? kind::engine_owned
+                                                            : kind::plain;
+            if (checked && PyUnicode_CheckExact(name_obj)) checked->remember_name(name_obj, k);
         }
         for (unsigned char c : value) {
             if (c == '\r' || c == '\n' || c == '\0') {
-                PyErr_Format(PyExc_ValueError, "header %R: value contains CR, LF or NUL", PyTuple_GET_ITEM(item, 0));
+                PyErr_Format(PyExc_ValueError, "header %R: value contains CR, LF or NUL", name_obj);
                 return false;
             }
         }
-        if (http::ascii_iequals(name, "Content-Length")) {
+        if (k == kind::content_length) {
             std::uint64_t v = 0;
             auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
             if (value.empty() || ec != std::errc() || p != value.data() + value.size()) {
@@ -85,7 +132,7 @@ bool parse_headers(PyObject* headers, response_head& out) {
             out.content_length = v;
             continue;
         }
-        if (http::is_engine_owned_header(name)) continue;
+        if (k == kind::engine_owned) continue;
         out.headers.push_back({std::string(name), std::string(value)});
     }
     return true;

@@ -380,7 +380,8 @@ PyObject* wsgi_call::start_response(PyObject* status, PyObject* headers, PyObjec
         return nullptr;
     }
     response_head head;
-    if (!parse_status(status, head.status) || !parse_headers(headers, head)) return nullptr;
+    if (!parse_status(status, head.status, app_.checked.get()) || !parse_headers(headers, head, app_.checked.get()))
+        return nullptr;
     head_ = std::move(head);
     status_set_ = true;
     return Py_NewRef(writer_);

@@ -53,6 +53,7 @@ struct application {
     bool input_streams = false;
     python::py_ref callable;
     std::unique_ptr<environ_builder> environ;
+    std::unique_ptr<checked_strings> checked;  // start_response's statuses and header names
     stream_registry streams;
     // The realtime service; null without a `realtime:` section (then the
     // environ has no m0.hold).

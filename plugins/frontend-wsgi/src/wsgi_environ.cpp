@@ -1,4 +1,5 @@
-// environ construction with interned keys and reused values.
+// environ construction: interned keys, a copy of the connection's template,
+// the request line and the body length set per request.
 #include "wsgi_environ.hpp"
 
 #include <charconv>
@@ -10,6 +11,7 @@
 #include <m0/python/log_stream.hpp>
 #include <m0/version.hpp>
 
+#include "environ_templates.hpp"
 #include "wsgi_objects.hpp"
 
 namespace m0::wsgi {
@@ -51,6 +53,18 @@ struct sv_hash {
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 
+PyObject* latin1(std::string_view v) {
+    return PyUnicode_DecodeLatin1(v.data(), static_cast<Py_ssize_t>(v.size()), nullptr);
+}
+
+// Sets d[key] = value, stealing `value`; false (exception set) on error.
+bool put_new(PyObject* d, PyObject* key, PyObject* value) {
+    if (!value) return false;
+    int rc = PyDict_SetItem(d, key, value);
+    Py_DECREF(value);
+    return rc == 0;
+}
+
 PyObject* intern(const char* s) {
     PyObject* o = PyUnicode_InternFromString(s);
     if (!o) throw std::runtime_error("wsgi: cannot create interned strings");
@@ -60,7 +74,7 @@ PyObject* intern(const char* s) {
 }  // namespace
 
 struct environ_builder::impl {
-    // Keys set per request.
+    // Keys a template or each request sets.
     py_ref k_method{intern("REQUEST_METHOD")}, k_path{intern("PATH_INFO")}, k_query{intern("QUERY_STRING")},
         k_protocol{intern("SERVER_PROTOCOL")}, k_server_name{intern("SERVER_NAME")},
         k_server_port{intern("SERVER_PORT")}, k_remote_addr{intern("REMOTE_ADDR")},
@@ -69,12 +83,16 @@ struct environ_builder::impl {
         k_script{intern("SCRIPT_NAME")}, k_url_scheme{intern("wsgi.url_scheme")}, k_https{intern("HTTPS")};
     py_ref http10{intern("HTTP/1.0")}, http11{intern("HTTP/1.1")}, empty{intern("")}, https{intern("https")},
         on{intern("on")};
-    py_ref template_dict;
-    reused_str method, path, script, query, server_name, server_port, remote_addr, remote_port, content_length, uri;
+    py_ref template_dict;  // the keys every request shares; connection templates start from it
+    environ_templates templates;
+    reused_str method, path, script, query, content_length, uri;
     // Raw header name as sent → its environ key; bounded so that a client
     // inventing names cannot grow it without end.
     std::unordered_map<std::string, header_key, sv_hash, std::equal_to<>> headers;
     static constexpr std::size_t max_header_names = 256;
+
+    // A template for `t`'s connection from `req`: false with an exception set.
+    bool make_template(environ_template& t, const http::request& req, const request_facts& f);
 
     // Returns null when the header is not passed to the application.
     header_key* key_for(std::string_view name, header_key& scratch) {
@@ -90,7 +108,7 @@ struct environ_builder::impl {
                             strncasecmp(name.data() + 8, "length", 6) == 0);
             if (!content) env = "HTTP_";
             for (char c : name) env += c == '-' ? '_' : static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
-            PyObject* k = PyUnicode_DecodeLatin1(env.data(), static_cast<Py_ssize_t>(env.size()), nullptr);
+            PyObject* k = latin1(env);
             if (!k) return nullptr;
             PyUnicode_InternInPlace(&k);
             made.key = py_ref(k);
@@ -105,8 +123,7 @@ struct environ_builder::impl {
 };
 
 environ_builder::environ_builder(const settings& s) : impl_(new impl) {
-    // Presized so that no per-request insertion resizes the copies.
-    PyObject* t = _PyDict_NewPresized(40);
+    PyObject* t = PyDict_New();
     if (!t) throw std::runtime_error("wsgi: cannot create the environ template");
     impl_->template_dict = py_ref(t);
     auto set = [t](const char* key, PyObject* value) {
@@ -122,7 +139,7 @@ environ_builder::environ_builder(const settings& s) : impl_(new impl) {
     set("wsgi.run_once", Py_NewRef(Py_False));
     set("wsgi.input_terminated", Py_NewRef(Py_True));
     set("wsgi.file_wrapper", Py_NewRef(reinterpret_cast<PyObject*>(&file_wrapper_type)));
-    set("SCRIPT_NAME", PyUnicode_DecodeLatin1(s.url_prefix.data(), static_cast<Py_ssize_t>(s.url_prefix.size()), nullptr));
+    set("SCRIPT_NAME", latin1(s.url_prefix));
     set("SERVER_SOFTWARE", PyUnicode_FromString("m0/" M0_VERSION_STRING));
     // Placeholders for the keys every request sets, so that setting them
     // replaces a value instead of inserting.
@@ -134,68 +151,98 @@ environ_builder::environ_builder(const settings& s) : impl_(new impl) {
 
 environ_builder::~environ_builder() { delete impl_; }
 
-PyObject* environ_builder::build(const http::request& req, const request_facts& f, PyObject* input) {
-    impl& m = *impl_;
-    py_ref env(PyDict_Copy(m.template_dict.get()));
-    if (!env) return nullptr;
-    PyObject* d = env.get();
-    // Steals `value`; false on error.
-    auto put = [d](PyObject* key, PyObject* value) {
-        if (!value) return false;
-        int rc = PyDict_SetItem(d, key, value);
-        Py_DECREF(value);
-        return rc == 0;
-    };
+bool environ_builder::impl::make_template(environ_template& t, const http::request& req,
+                                          const request_facts& f) {
+    t.dict = python::py_ref(PyDict_Copy(template_dict.get()));
+    t.method = t.path = t.query = t.uri = nullptr;
+    PyObject* d = t.dict.get();
+    if (!d) return false;
+    auto put = [d](PyObject* key, PyObject* value) { return put_new(d, key, value); };
     char port_buf[8];
     auto port_str = [&port_buf](std::uint16_t p) {
         auto r = std::to_chars(port_buf, port_buf + sizeof port_buf, p);
         return std::string_view(port_buf, static_cast<std::size_t>(r.ptr - port_buf));
     };
-    if (!put(m.k_method.get(), m.method.get(req.method)) || !put(m.k_path.get(), m.path.get(f.path_info)) ||
-        !put(m.k_query.get(), m.query.get(req.query)) || !put(m.k_uri.get(), m.uri.get(req.target)) ||
-        !put(m.k_protocol.get(), Py_NewRef(req.version == 10 ? m.http10.get() : m.http11.get())) ||
-        !put(m.k_server_name.get(), m.server_name.get(f.server_name)) ||
-        !put(m.k_server_port.get(), m.server_port.get(port_str(f.server_port))) ||
-        !put(m.k_remote_addr.get(), m.remote_addr.get(f.remote_addr)) ||
-        // A proxy that names the client without its port: no REMOTE_PORT.
-        !(f.remote_port ? put(m.k_remote_port.get(), m.remote_port.get(port_str(f.remote_port)))
-                        : PyDict_DelItem(d, m.k_remote_port.get()) == 0) ||
-        !put(m.k_input.get(), Py_NewRef(input)))
-        return nullptr;
-    // Behind a proxy that says the client used TLS (the template holds "http").
-    if (f.https && (!put(m.k_url_scheme.get(), Py_NewRef(m.https.get())) || !put(m.k_https.get(), Py_NewRef(m.on.get()))))
-        return nullptr;
-    // The template holds url_prefix; a mount's prefix comes with the request.
-    if (!f.script_name.empty() && !put(m.k_script.get(), m.script.get(f.script_name))) return nullptr;
-
-    const std::size_t whole_size = f.pulled_body ? f.pulled_body->size() : req.body.size();
-    bool has_length = !f.body_streamed && whole_size != 0;
+    const std::string remote_addr = req.remote.address().to_string();
+    const std::string server_name = f.https ? f.server_name : req.local.address().to_string();
+    const std::uint16_t server_port = f.https ? f.server_port : req.local.port();
+    bool ok = put(k_method.get(), latin1(req.method)) && put(k_path.get(), latin1(f.path_info)) &&
+              put(k_query.get(), latin1(req.query)) && put(k_uri.get(), latin1(req.target)) &&
+              put(k_protocol.get(), Py_NewRef(req.version == 10 ? http10.get() : http11.get())) &&
+              put(k_server_name.get(), latin1(server_name)) && put(k_server_port.get(), latin1(port_str(server_port))) &&
+              put(k_remote_addr.get(), latin1(remote_addr)) &&
+              // A proxy that names the client without its port: no REMOTE_PORT.
+              (req.remote.port() ? put(k_remote_port.get(), latin1(port_str(req.remote.port())))
+                                 : PyDict_DelItem(d, k_remote_port.get()) == 0) &&
+              // Behind a proxy that says the client used TLS (the base holds "http").
+              (!f.https || (put(k_url_scheme.get(), Py_NewRef(https.get())) && put(k_https.get(), Py_NewRef(on.get()))));
+    t.content_length_header = false;
     header_key scratch;
     for (const auto& h : req.headers) {
-        header_key* hk = m.key_for(h.name, scratch);
+        if (!ok) break;
+        header_key* hk = key_for(h.name, scratch);
         if (!hk) {
-            if (PyErr_Occurred()) return nullptr;
+            ok = !PyErr_Occurred();
             continue;
         }
         PyObject* key = hk->key.get();
-        if (key == m.k_content_length.get()) {
-            has_length = !f.body_streamed || f.streamed_length.has_value();  // set below
+        if (key == k_content_length.get()) {
+            t.content_length_header = true;  // CONTENT_LENGTH is set per request
             continue;
         }
         PyObject* existing = PyDict_GetItemWithError(d, key);
         if (existing) {
             // Repeated header: one value, joined by ", " (RFC 9110 5.3).
-            py_ref more(PyUnicode_DecodeLatin1(h.value.data(), static_cast<Py_ssize_t>(h.value.size()), nullptr));
-            if (!more || !put(key, PyUnicode_FromFormat("%U, %U", existing, more.get()))) return nullptr;
-        } else if (PyErr_Occurred() || !put(key, hk->value.get(h.value))) {
-            return nullptr;
+            py_ref more(latin1(h.value));
+            ok = more && put(key, PyUnicode_FromFormat("%U, %U", existing, more.get()));
+        } else {
+            ok = !PyErr_Occurred() && put(key, hk->value.get(h.value));
         }
     }
-    if (has_length) {
-        // The body the engine read; a streamed one as declared.
-        std::string len = std::to_string(f.body_streamed ? f.streamed_length.value_or(0) : whole_size);
-        if (!put(m.k_content_length.get(), m.content_length.get(len))) return nullptr;
+    if (!ok) {
+        t.dict = python::py_ref();
+        return false;
     }
+    t.headers.assign(req.headers);
+    t.method = PyDict_GetItem(d, k_method.get());
+    t.path = PyDict_GetItem(d, k_path.get());
+    t.query = PyDict_GetItem(d, k_query.get());
+    t.uri = PyDict_GetItem(d, k_uri.get());
+    return true;
+}
+
+PyObject* environ_builder::build(const http::request& req, const request_facts& f, PyObject* input) {
+    impl& m = *impl_;
+    environ_template& t = m.templates.slot_for(req, f);
+    if ((!t.dict || !t.headers.matches(req.headers)) && !m.make_template(t, req, f)) return nullptr;
+    py_ref env(PyDict_Copy(t.dict.get()));
+    if (!env) return nullptr;
+    PyObject* d = env.get();
+    // The request line: set only where it differs from the template's.
+    auto line = [d](PyObject* key, PyObject* held, std::string_view v, reused_str& cache) {
+        // An empty view may have no data pointer, which memcmp must not get.
+        if (PyUnicode_GET_LENGTH(held) == static_cast<Py_ssize_t>(v.size()) &&
+            (v.empty() || std::memcmp(PyUnicode_1BYTE_DATA(held), v.data(), v.size()) == 0))
+            return true;
+        return put_new(d, key, cache.get(v));
+    };
+    if (!line(m.k_method.get(), t.method, req.method, m.method) || !line(m.k_path.get(), t.path, f.path_info, m.path) ||
+        !line(m.k_query.get(), t.query, req.query, m.query) || !line(m.k_uri.get(), t.uri, req.target, m.uri) ||
+        !put_new(d, m.k_input.get(), Py_NewRef(input)))
+        return nullptr;
+    // The base holds url_prefix; a mount's prefix comes with the request.
+    if (!f.script_name.empty() && !put_new(d, m.k_script.get(), m.script.get(f.script_name))) return nullptr;
+    const std::size_t whole_size = f.pulled_body ? f.pulled_body->size() : req.body.size();
+    // The body the engine read; a streamed one as declared.
+    const bool has_length = t.content_length_header ? !f.body_streamed || f.streamed_length.has_value()
+                                                    : !f.body_streamed && whole_size != 0;
+    if (has_length) {
+        char buf[24];
+        auto r = std::to_chars(buf, buf + sizeof buf, f.body_streamed ? f.streamed_length.value_or(0) : whole_size);
+        if (!put_new(d, m.k_content_length.get(), m.content_length.get(std::string_view(buf, r.ptr - buf)))) return nullptr;
+    }
+    // Last: t.method and the like point into the template.
+    if (t.headers.bytes() > environ_templates::max_kept_header_bytes) t.dict = py_ref();
     return env.release();
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // Building the PEP 3333 environ: the hot Python part of every request.
-// Constant keys are interned once, constant values live in a template dict
-// that each request copies (a flat memory copy in CPython), and values that
-// repeat from request to request (method, Host, User-Agent...) are reused.
+// Keys are interned once; each request's environ is a copy (a flat memory
+// copy in CPython) of its connection's template (environ_templates), which
+// holds the constant keys, the connection's and the headers' values; only
+// the request line, wsgi.input and CONTENT_LENGTH are set per request.
 #include <Python.h>
 
 #include <cstdint>
@@ -22,11 +23,12 @@ namespace m0::wsgi {
 struct request_facts {
     std::string path_info;    // percent-decoded, after the mount prefix and url_prefix
     std::string script_name;  // under a mount: its prefix + url_prefix; empty: url_prefix alone
-    std::string remote_addr;
-    std::string server_name;
-    std::uint16_t remote_port = 0;  // 0: unknown (a proxy gave the address alone)
-    std::uint16_t server_port = 0;
+    // REMOTE_ADDR/REMOTE_PORT are request::remote (no REMOTE_PORT when its
+    // port is 0: a proxy gave the address alone), SERVER_NAME/SERVER_PORT
+    // request::local, except with https: then the server the client named.
     bool https = false;             // wsgi.url_scheme "https" and HTTPS=on
+    std::string server_name;        // with https only: from Host
+    std::uint16_t server_port = 0;  // with https only
     // The body is streamed (not in request::body); its declared length when
     // it has a Content-Length, none when it is chunked.
     bool body_streamed = false;

@@ -35,12 +35,14 @@ wsgi_frontend::wsgi_frontend(plugin_context& ctx) {
     }
     app_.callable = python::import_callable(app_.config.app);
     app_.environ = std::make_unique<environ_builder>(app_.config);
+    app_.checked = std::make_unique<checked_strings>();
     handlers_.resize(ctx.reactor_count ? ctx.reactor_count : 1);
 }
 
 wsgi_frontend::~wsgi_frontend() {
     python::gil_scope gil;
     app_.environ.reset();
+    app_.checked.reset();
     app_.callable = python::py_ref();
 }
 

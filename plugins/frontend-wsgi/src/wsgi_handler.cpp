@@ -52,10 +52,8 @@ void wsgi_handler::on_request(http::exchange_ptr ex) {
         return;
     }
     facts.path_info = std::move(*decoded);
-    facts.remote_addr = req.remote.address().to_string();
-    facts.remote_port = req.remote.port();
-    facts.server_name = req.local.address().to_string();
-    facts.server_port = req.local.port();
+    // REMOTE_* and SERVER_* come from req.remote and req.local, formatted
+    // on the executor thread once per connection (environ_templates).
     if (req.scheme == "https") {
         // The client reached a TLS proxy, not this socket: as gunicorn does,
         // the server is the one the client named in Host (port 443 if none).

@@ -28,8 +28,8 @@ private:
         request_facts facts;
     };
     void submit(http::exchange_ptr ex, request_facts facts);
-    // SERVER_NAME / SERVER_PORT from the Host header, for a request whose
-    // client spoke TLS to a proxy.
+    // facts.server_name / server_port from the Host header, for a request
+    // whose client spoke TLS to a proxy.
     static void set_server_from_host(const http::request& req, request_facts& facts);
     void pull_chunked(std::shared_ptr<pending_body> pending);
 

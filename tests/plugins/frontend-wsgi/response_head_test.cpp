@@ -100,3 +100,42 @@ BOOST_AUTO_TEST_CASE(nothing_invalid_reaches_the_wire) {
     py_ref triple(Py_BuildValue("[(sss)]", "X-A", "v", "w"));
     BOOST_TEST((!parse_headers(triple.get(), head) && failed_with(PyExc_TypeError)));
 }
+
+// The same str objects on every call, as an application's constants are:
+// checked once, and only their checks are skipped, never the values'.
+BOOST_AUTO_TEST_CASE(strings_seen_before_are_remembered_not_their_values) {
+    m0::python::gil_scope gil;
+    m0::wsgi::checked_strings checked;
+    unsigned code = 0;
+    py_ref ok = str("201 Created"), bad = str("20 OK");
+    for (int i = 0; i < 2; ++i) {
+        BOOST_TEST(parse_status(ok.get(), code, &checked));
+        BOOST_TEST(code == 201u);
+        BOOST_TEST((!parse_status(bad.get(), code, &checked) && failed_with(PyExc_ValueError)));
+    }
+    py_ref type = str("Content-Type"), length = str("content-length"), date = str("Date"), spaced = str("X A");
+    auto headers = [&](PyObject* name, std::string_view value) {
+        py_ref v = str(value);
+        py_ref item(PyTuple_Pack(2, name, v.get()));
+        py_ref list(PyList_New(0));
+        PyList_Append(list.get(), item.get());
+        return list;
+    };
+    for (int i = 0; i < 2; ++i) {
+        response_head head;
+        BOOST_REQUIRE(parse_headers(headers(type.get(), "text/plain").get(), head, &checked));
+        BOOST_REQUIRE(head.headers.size() == 1u);
+        BOOST_TEST(head.headers[0].value == "text/plain");
+        BOOST_TEST((!parse_headers(headers(type.get(), "a\r\nX-Injected: 1").get(), head, &checked) &&
+                    failed_with(PyExc_ValueError)));
+        BOOST_REQUIRE(parse_headers(headers(length.get(), "7").get(), head, &checked));
+        BOOST_TEST(head.content_length.value_or(0) == 7u);
+        BOOST_TEST(head.headers.empty());
+        BOOST_TEST((!parse_headers(headers(length.get(), "7x").get(), head, &checked) &&
+                    failed_with(PyExc_ValueError)));
+        BOOST_REQUIRE(parse_headers(headers(date.get(), "today").get(), head, &checked));
+        BOOST_TEST(head.headers.empty());  // the engine's
+        BOOST_TEST((!parse_headers(headers(spaced.get(), "v").get(), head, &checked) &&
+                    failed_with(PyExc_ValueError)));
+    }
+}

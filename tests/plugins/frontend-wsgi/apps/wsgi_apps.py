@@ -218,6 +218,23 @@ def hello(environ, start_response):
     return [b"Hello, World!"]
 
 
+def dump_environ(environ, start_response):
+    """The whole environ as JSON: str values as they are, every other value
+    described (wsgi.version as a list, flags as booleans, objects by type)."""
+    def describe(value):
+        if isinstance(value, str) or isinstance(value, bool):
+            return value
+        if isinstance(value, tuple):
+            return list(value)
+        return "<%s>" % type(value).__name__
+    body = environ["wsgi.input"].read()
+    out = {k: describe(v) for k, v in environ.items()}
+    out["<body>"] = body.decode("latin-1")
+    data = json.dumps(out).encode()
+    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
+    return [data]
+
+
 def make_app(greeting="factory"):
     def app(environ, start_response):
         start_response("200 OK", [("Content-Type", "text/plain")])
