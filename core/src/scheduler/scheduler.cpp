@@ -79,18 +79,22 @@ public:
         channel_.assign(fd);
     }
 
-    // Worker thread: keep a wait pending; each completion drains the counter.
+    // Worker thread: keep a read pending; each completion has drained the
+    // counter. A read rather than a wait: Asio re-arms a wait with an
+    // epoll_ctl on every wake, while a pending read stays registered and
+    // is re-armed by one non-blocking read (which also takes a wake that
+    // came in meanwhile without going through epoll).
     void arm() {
-        channel_.async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](boost::system::error_code ec) {
-            if (ec) return;
-            std::uint64_t count;
-            (void)!::read(channel_.native_handle(), &count, sizeof count);
-            arm();
-        });
+        channel_.async_read_some(boost::asio::buffer(&count_, sizeof count_),
+                                 [this](boost::system::error_code ec, std::size_t) {
+                                     if (ec) return;
+                                     arm();
+                                 });
     }
 
 private:
     boost::asio::posix::stream_descriptor channel_;
+    std::uint64_t count_ = 0;  // the drained counter; nobody reads it
 };
 
 // reactor_context::reactor: posts to the worker's io_context while it exists.
