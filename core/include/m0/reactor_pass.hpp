@@ -15,8 +15,11 @@ namespace m0 {
 // wait to the lane (which re-checks its completions) and blocks for one
 // handler — an executor thread wakes the reactor only after such an
 // announcement, so no wake is lost and none is sent to a busy reactor.
-// `until` bounds the block (time_point::max(): no bound). Returns how many
-// handlers and completions ran before any block.
+// After the block it runs the completions that arrived meanwhile: a reactor
+// waiting on its executor is mostly woken for them, and taking them now
+// spares the next pass a poll of the sockets (an epoll_wait) that would
+// find nothing. `until` bounds the block (time_point::max(): no bound).
+// Returns how many handlers and completions ran.
 inline std::size_t run_reactor_pass(
     boost::asio::io_context& io, executor_lane& lane,
     std::chrono::steady_clock::time_point until = std::chrono::steady_clock::time_point::max()) {
@@ -29,6 +32,7 @@ inline std::size_t run_reactor_pass(
         else
             io.run_one_until(until);
         lane.finished_waiting();
+        ran += lane.poll_completions();
     }
     return ran;
 }
