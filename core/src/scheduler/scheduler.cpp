@@ -320,6 +320,7 @@ void scheduler::run_worker(worker& w) {
     // Only for the metrics: one more virtual call per pass otherwise.
     const bool publish_jobs = static_cast<bool>(options_.stats_slot);
     int seen = serving;
+    reactor_pass_state pass_state;
     if (!w.crashed.load(std::memory_order_acquire)) {
         try {
             for (;;) {
@@ -352,7 +353,7 @@ void scheduler::run_worker(worker& w) {
                 if (seen >= draining && idle && w.stats->in_flight.load(std::memory_order_relaxed) == 0 &&
                     lane.jobs_in_flight() == 0)
                     break;
-                run_reactor_pass(io, lane);
+                run_reactor_pass(io, lane, std::chrono::steady_clock::time_point::max(), &pass_state);
                 if (publish_jobs) w.stats->executor_jobs.store(lane.jobs_in_flight(), std::memory_order_relaxed);
             }
         } catch (const std::exception& e) {
