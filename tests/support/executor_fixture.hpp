@@ -49,7 +49,7 @@ struct test_reactor {
             if (pred()) return true;
             const auto now = clock_type::now();
             if (now >= deadline) return false;
-            run_reactor_pass(io, *lane, deadline);
+            run_reactor_pass(io, *lane, deadline, &pass);
         }
     }
     bool drain(std::chrono::nanoseconds timeout) {
@@ -60,6 +60,7 @@ struct test_reactor {
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{io.get_executor()};
     std::shared_ptr<io_waker> waker = std::make_shared<io_waker>(io);
     std::unique_ptr<executor_lane> lane;
+    reactor_pass_state pass;  // as the scheduler's loop keeps it
 };
 
 // A job from two callables; `later`: it finishes when it calls port.finish().

@@ -79,18 +79,22 @@ public:
         channel_.assign(fd);
     }
 
-    // Worker thread: keep a wait pending; each completion drains the counter.
+    // Worker thread: keep a read pending; each completion has drained the
+    // counter. A read rather than a wait: Asio re-arms a wait with an
+    // epoll_ctl on every wake, while a pending read stays registered and
+    // is re-armed by one non-blocking read (which also takes a wake that
+    // came in meanwhile without going through epoll).
     void arm() {
-        channel_.async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](boost::system::error_code ec) {
-            if (ec) return;
-            std::uint64_t count;
-            (void)!::read(channel_.native_handle(), &count, sizeof count);
-            arm();
-        });
+        channel_.async_read_some(boost::asio::buffer(&count_, sizeof count_),
+                                 [this](boost::system::error_code ec, std::size_t) {
+                                     if (ec) return;
+                                     arm();
+                                 });
     }
 
 private:
     boost::asio::posix::stream_descriptor channel_;
+    std::uint64_t count_ = 0;  // the drained counter; nobody reads it
 };
 
 // reactor_context::reactor: posts to the worker's io_context while it exists.
@@ -316,6 +320,7 @@ void scheduler::run_worker(worker& w) {
     // Only for the metrics: one more virtual call per pass otherwise.
     const bool publish_jobs = static_cast<bool>(options_.stats_slot);
     int seen = serving;
+    reactor_pass_state pass_state;
     if (!w.crashed.load(std::memory_order_acquire)) {
         try {
             for (;;) {
@@ -348,7 +353,7 @@ void scheduler::run_worker(worker& w) {
                 if (seen >= draining && idle && w.stats->in_flight.load(std::memory_order_relaxed) == 0 &&
                     lane.jobs_in_flight() == 0)
                     break;
-                run_reactor_pass(io, lane);
+                run_reactor_pass(io, lane, std::chrono::steady_clock::time_point::max(), &pass_state);
                 if (publish_jobs) w.stats->executor_jobs.store(lane.jobs_in_flight(), std::memory_order_relaxed);
             }
         } catch (const std::exception& e) {

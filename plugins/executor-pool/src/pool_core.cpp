@@ -12,14 +12,6 @@ namespace m0::pool {
 
 namespace {
 
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield" ::: "memory");
-#endif
-}
-
 // Every announce/re-check pair is a Dekker handshake, made of seq_cst
 // read-modify-writes on the announcement word rather than fences: an RMW
 // reads the latest value in that word's modification order, so either the

@@ -27,6 +27,15 @@ class pool_core;
 // The steady clock in nanoseconds: when a job was queued.
 std::int64_t now_ns() noexcept;
 
+// One pause of a spin loop: lets a sibling hyperthread run.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#endif
+}
+
 // What travels on a job ring: the job and when it was submitted (for the
 // queue-wait histogram).
 struct queued_job {
@@ -65,6 +74,12 @@ struct lane_state {
     std::uint64_t last_taken_seen = 0;
     std::chrono::steady_clock::time_point stall_since{};
     std::atomic<std::size_t> in_flight{0};    // atomic only so other threads may read it
+    // The adaptive reactor-side spin (pool_lane::spin_for_completion).
+    struct spin_state {
+        std::int64_t average_wait_ns = 0;  // moving average of the waits for a completion
+        std::int64_t wait_start_ns = 0;    // the reactor ran out of work with jobs out (0: it has not)
+        std::uint64_t missed = 0;          // spins that ended without a completion
+    } spin;
 
     alignas(rings::cache_line) std::atomic<std::uint64_t> taken{0};  // jobs popped by pool threads
 

@@ -1,5 +1,6 @@
 #include "pool_lane.hpp"
 
+#include <algorithm>
 #include <thread>
 
 namespace m0::pool {
@@ -101,7 +102,47 @@ std::size_t pool_lane::cancel_queued() noexcept {
     return n;
 }
 
+// Reactor-side spin, adaptive: a completion that arrives while the reactor
+// spins costs no wake on either side, but a spin that waits for a slow job
+// only burns the core the pool thread and the clients need. So the reactor
+// spins only while its recent waits for a completion (from running out of
+// work to the completion) averaged below reactor_spin (what the operator
+// says a wake costs), and for no longer than twice that average; one long
+// wait pushes the average up and ends the spinning until waits are short
+// again.
+bool pool_lane::spin_for_completion() noexcept {
+    const std::int64_t limit = core_->options().reactor_spin.count();
+    if (limit <= 0 || jobs_in_flight() == 0) return false;
+    auto& s = lane_->spin;
+    const std::int64_t start = now_ns();
+    if (s.wait_start_ns == 0) s.wait_start_ns = start;
+    if (s.average_wait_ns > limit) return false;
+    const std::int64_t deadline = start + std::min(limit, 2 * s.average_wait_ns + spin_floor_ns);
+    do {
+        if (lane_->completions->maybe_nonempty()) return true;
+        cpu_relax();
+    } while (now_ns() < deadline);
+    ++s.missed;
+    return false;
+}
+
+void pool_lane::note_completions() noexcept {
+    auto& s = lane_->spin;
+    if (s.wait_start_ns == 0) return;  // it did not have to wait for these
+    // Clamped, so that one very long job does not stop the spinning for
+    // longer than a few dozen short waits.
+    const std::int64_t waited = std::min<std::int64_t>(now_ns() - s.wait_start_ns, max_counted_wait_ns);
+    s.average_wait_ns += (waited - s.average_wait_ns) / 8;  // moving average over ~8 waits
+    s.wait_start_ns = 0;
+}
+
 std::size_t pool_lane::poll_completions() {
+    std::size_t n = poll_ring();
+    if (n > 0 && core_->options().reactor_spin.count() > 0) note_completions();
+    return n;
+}
+
+std::size_t pool_lane::poll_ring() noexcept {
     std::size_t n = 0;
     if (lane_->stash) {
         const completion_entry e = *lane_->stash;
@@ -127,15 +168,7 @@ bool pool_lane::prepare_to_wait() {
     if (lane_->stash) return false;
     if (core_->stopping() && (!lane_->job_overflow.empty() || lane_->jobs->maybe_nonempty()))
         return false;  // queued jobs to cancel
-    // Optional reactor-side spin: with jobs out, a completion arriving
-    // within reactor_spin is taken without a wake on either side.
-    const auto reactor_spin = core_->options().reactor_spin;
-    if (reactor_spin.count() > 0 && jobs_in_flight() > 0) {
-        const auto deadline = std::chrono::steady_clock::now() + reactor_spin;
-        do {
-            if (lane_->completions->maybe_nonempty()) return false;
-        } while (std::chrono::steady_clock::now() < deadline);
-    }
+    if (spin_for_completion()) return false;
     // Announce, re-check, and only then let the reactor block.
     lane_->reactor_waiting.exchange(true);  // an RMW: see pool_core.cpp
     const auto window = core_->options().test_park_window;

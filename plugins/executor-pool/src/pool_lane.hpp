@@ -20,8 +20,19 @@ public:
     void finished_waiting() override;
     void on_reactor_pass() override;
     std::size_t jobs_in_flight() const override;
+    // The lane's state, for the pool's tests.
+    const lane_state& state() const noexcept { return *lane_; }
 
 private:
+    // The shortest spin (with no wait measured yet, say).
+    static constexpr std::int64_t spin_floor_ns = 500;
+    static constexpr std::int64_t max_counted_wait_ns = 1'000'000;
+
+    std::size_t poll_ring() noexcept;
+    // The adaptive reactor-side spin: true once a completion is waiting.
+    bool spin_for_completion() noexcept;
+    // After completions ran: ends a measured wait.
+    void note_completions() noexcept;
     void handle(const completion_entry& entry) noexcept;
     std::size_t drain_completion_overflow() noexcept;
     void drain_job_overflow() noexcept;

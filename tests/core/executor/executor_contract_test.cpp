@@ -165,6 +165,28 @@ BOOST_DATA_TEST_CASE(a_blocking_job_finishes_when_run_returns, all_kinds, k) {
     ex->stop();
 }
 
+// A pass that skips its poll (the one after a pass that polled) still
+// serves the io_context: a handler posted from another thread while jobs
+// complete runs, and so does one posted by a completion, without waiting
+// for an unrelated wake.
+BOOST_DATA_TEST_CASE(a_pass_that_skips_its_poll_still_runs_handlers, all_kinds, k) {
+    auto ex = make(k);
+    test_reactor reactor(*ex);
+    ex->start();
+    for (int round = 0; round < 200; ++round) {
+        bool from_completion = false;
+        std::atomic<bool> from_thread{false};
+        reactor.lane->submit(make_job([](m0::completion_port&) {}, [&](bool) {
+            boost::asio::post(reactor.io, [&] { from_completion = true; });
+        }));
+        std::thread poster([&] { boost::asio::post(reactor.io, [&] { from_thread = true; }); });
+        poster.join();
+        BOOST_REQUIRE(reactor.run_until(
+            [&] { return from_completion && from_thread.load() && reactor.lane->jobs_in_flight() == 0; }, 10s));
+    }
+    ex->stop();
+}
+
 // Lanes and wakers outlive the reactor: a reactor that leaves (and frees its
 // end) as soon as its last job completed must not be touched afterwards by
 // the executor thread still finishing the push that completed it. Run under
