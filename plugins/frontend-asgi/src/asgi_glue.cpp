@@ -237,7 +237,8 @@ class Lifespan:
         return await self.stopped
 
     async def _main(self):
-        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.4"}, "state": self.state}
+        # The lifespan spec has versions of its own: 2.0 is its latest.
+        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": self.state}
         phase = "startup"
 
         async def receive():

@@ -77,11 +77,15 @@ bool scope_builder::init() {
     // The nested dicts are copied per request: an application may change
     // its scope, and no change may reach the next request.
     asgi_ = python::py_ref(PyDict_New());
-    python::py_ref v3(PyUnicode_FromString("3.0")), v24(PyUnicode_FromString("2.4"));
-    if (!asgi_ || !v3 || !v24 || !intern(k_pathsend_, "http.response.pathsend") ||
+    // The HTTP & WebSocket spec's latest version, 2.5: every addition up to
+    // it is served (headers in websocket.accept 2.1, the close reason 2.3,
+    // send() raising OSError once the client is gone 2.4, the disconnect
+    // reason 2.5).
+    python::py_ref v3(PyUnicode_FromString("3.0")), v25(PyUnicode_FromString("2.5"));
+    if (!asgi_ || !v3 || !v25 || !intern(k_pathsend_, "http.response.pathsend") ||
         !intern(k_trailers_, "http.response.trailers") ||
         PyDict_SetItem(asgi_.get(), k_version.get(), v3.get()) ||
-        PyDict_SetItem(asgi_.get(), k_spec_version.get(), v24.get()))
+        PyDict_SetItem(asgi_.get(), k_spec_version.get(), v25.get()))
         return false;
     python::py_ref t(PyDict_New());
     if (!t) return false;

@@ -80,7 +80,8 @@ struct environ_builder::impl {
         k_server_port{intern("SERVER_PORT")}, k_remote_addr{intern("REMOTE_ADDR")},
         k_remote_port{intern("REMOTE_PORT")}, k_content_length{intern("CONTENT_LENGTH")},
         k_input{intern("wsgi.input")}, k_uri{intern("RAW_URI")},
-        k_script{intern("SCRIPT_NAME")}, k_url_scheme{intern("wsgi.url_scheme")}, k_https{intern("HTTPS")};
+        k_script{intern("SCRIPT_NAME")}, k_url_scheme{intern("wsgi.url_scheme")}, k_https{intern("HTTPS")},
+        k_cookie{intern("HTTP_COOKIE")};
     py_ref http10{intern("HTTP/1.0")}, http11{intern("HTTP/1.1")}, empty{intern("")}, https{intern("https")},
         on{intern("on")};
     py_ref template_dict;  // the keys every request shares; connection templates start from it
@@ -192,9 +193,14 @@ bool environ_builder::impl::make_template(environ_template& t, const http::reque
         }
         PyObject* existing = PyDict_GetItemWithError(d, key);
         if (existing) {
-            // Repeated header: one value, joined by ", " (RFC 9110 5.3).
+            // Repeated header: one value, joined by "," (RFC 9110 5.3) as
+            // gunicorn, wsgiref and Werkzeug join it, so that an app sees
+            // the same string under any of them. Cookie pairs are joined by
+            // "; " (RFC 6265 5.4, RFC 9113 8.2.3): a comma would glue two
+            // cookies into one value.
             py_ref more(latin1(h.value));
-            ok = more && put(key, PyUnicode_FromFormat("%U, %U", existing, more.get()));
+            const char* format = key == k_cookie.get() ? "%U; %U" : "%U,%U";
+            ok = more && put(key, PyUnicode_FromFormat(format, existing, more.get()));
         } else {
             ok = !PyErr_Occurred() && put(key, hk->value.get(h.value));
         }

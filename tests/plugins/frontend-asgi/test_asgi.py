@@ -45,7 +45,7 @@ def test_http_scope_has_every_key(m0_server):
     assert r.status == 200
     scope = json.loads(r.body)
     assert scope["type"] == "http"
-    assert scope["asgi"] == {"version": "3.0", "spec_version": "2.4"}
+    assert scope["asgi"] == {"version": "3.0", "spec_version": "2.5"}
     assert scope["http_version"] == "1.1"
     assert scope["method"] == "POST"
     assert scope["scheme"] == "http"
@@ -189,6 +189,14 @@ def test_lifespan_state_reaches_every_scope_and_shutdown_runs(m0_server):
         assert json.loads(r.body) == {"state": {"resource": "opened"}}
     assert server.stop() == 0
     assert "lifespan shutdown ran" in server.output()
+
+
+def test_the_lifespan_scope_names_the_lifespan_spec_version(m0_server):
+    # The lifespan spec is versioned apart from the HTTP one (its latest is
+    # 2.0): an http scope's "2.5" there would name a version that never was.
+    server = m0_server(asgi_config("asgi_apps:lifespan_scope", frontend_extra="  lifespan: on\n"))
+    r = m0test.request(server.port, "GET", "/")
+    assert (r.status, json.loads(r.body)) == (200, {"version": "3.0", "spec_version": "2.0"})
 
 
 def test_lifespan_startup_failed_exits_1_with_the_message():

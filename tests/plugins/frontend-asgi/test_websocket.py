@@ -1,4 +1,4 @@
-"""The websocket scope (ASGI WebSocket spec 2.4) end to end: real ASGI apps
+"""The websocket scope (ASGI WebSocket spec 2.5) end to end: real ASGI apps
 (apps/ws_apps.py) on the asyncio lane, the `websockets` client for what a
 user's client does and raw frames for a client that vanishes."""
 import base64
@@ -39,7 +39,7 @@ def test_scope_has_every_key_of_the_websocket_spec(m0_server):
         scope = json.loads(recv(ws))
         client = ws.socket.getsockname()
     assert scope["type"] == "websocket"
-    assert scope["asgi"] == {"version": "3.0", "spec_version": "2.4"}
+    assert scope["asgi"] == {"version": "3.0", "spec_version": "2.5"}
     assert scope["http_version"] == "1.1"
     assert scope["scheme"] == "ws"
     assert scope["path"] == "/café/ws"

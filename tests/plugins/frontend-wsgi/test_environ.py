@@ -40,7 +40,10 @@ def expected(server, sock, method="GET", target="/", headers=BROWSER, body=b"", 
             continue
         if key != "CONTENT_TYPE":
             key = "HTTP_" + key
-        env[key] = env[key] + ", " + value if key in env else value
+        if key in env:
+            env[key] += ("; " if key == "HTTP_COOKIE" else ",") + value
+        else:
+            env[key] = value
     if body:
         env["CONTENT_LENGTH"] = str(len(body))
     return env
@@ -81,7 +84,7 @@ def test_environ_is_whole_and_exact_on_every_request_of_a_connection(wsgi_server
         assert ask(s, reader) == expected(server, s)
         # A header changed, one dropped, one added, one repeated.
         changed = [("Host", "127.0.0.1:8000"), ("Accept", "*/*"), ("X-Dup", "a"), ("Content-Type", "text/plain"),
-                   ("X-Dup", "b"), ("X_Spoof", "no")]
+                   ("X-Dup", "b"), ("Cookie", "a=1"), ("X_Spoof", "no"), ("Cookie", "b=2")]
         assert ask(s, reader, headers=changed) == expected(server, s, headers=changed)
         assert ask(s, reader, headers=changed) == expected(server, s, headers=changed)
         # Fewer headers than the template holds: none of its old ones remain.

@@ -108,6 +108,22 @@ lifespan_app = Lifespan()
 lifespan_failing = Lifespan(fail=True)
 
 
+async def lifespan_scope(scope, receive, send):
+    """Answers every request with the `asgi` dict of its lifespan scope."""
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                scope["state"]["lifespan_asgi"] = scope["asgi"]
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    await _body(receive)
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": json.dumps(scope["state"]["lifespan_asgi"]).encode()})
+
+
 def wsgi_app(environ, start_response):
     """A WSGI callable, for --interface auto."""
     start_response("200 OK", [("Content-Type", "text/plain")])
