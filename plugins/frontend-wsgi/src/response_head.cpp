@@ -90,26 +90,32 @@ bool parse_headers(PyObject* headers, response_head& out, checked_strings* check
         PyErr_Format(PyExc_TypeError, "headers must be a list, not %.100s", Py_TYPE(headers)->tp_name);
         return false;
     }
-    out.headers.clear();
     out.content_length.reset();
+    // Entries already there are overwritten in place, so that their strings'
+    // capacity is reused (response_buffers); the rest is cut off at the end.
+    std::size_t used = 0;
+    auto kept = [&out, &used](bool ok) {
+        out.headers.resize(used);
+        return ok;
+    };
     Py_ssize_t n = PyList_GET_SIZE(headers);
     out.headers.reserve(static_cast<std::size_t>(n));
     for (Py_ssize_t i = 0; i < n; ++i) {
         PyObject* item = PyList_GET_ITEM(headers, i);
         if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
             PyErr_Format(PyExc_TypeError, "header %R must be a (name, value) tuple", item);
-            return false;
+            return kept(false);
         }
         PyObject* name_obj = PyTuple_GET_ITEM(item, 0);
         std::string_view name, value;
         if (!latin1_view(name_obj, "header name", name) ||
             !latin1_view(PyTuple_GET_ITEM(item, 1), "header value", value))
-            return false;
+            return kept(false);
         kind k = checked ? checked->name(name_obj) : kind::unknown;
         if (k == kind::unknown) {
             if (!http::is_token(name)) {
                 PyErr_Format(PyExc_ValueError, "invalid header name %R", name_obj);
-                return false;
+                return kept(false);
             }
             k = http::ascii_iequals(name, "Content-Length") ? kind::content_length
                 : http::is_engine_owned_header(name)        ? kind::engine_owned
@@ -119,7 +125,7 @@ bool parse_headers(PyObject* headers, response_head& out, checked_strings* check
         for (unsigned char c : value) {
             if (c == '\r' || c == '\n' || c == '\0') {
                 PyErr_Format(PyExc_ValueError, "header %R: value contains CR, LF or NUL", name_obj);
-                return false;
+                return kept(false);
             }
         }
         if (k == kind::content_length) {
@@ -127,15 +133,21 @@ bool parse_headers(PyObject* headers, response_head& out, checked_strings* check
             auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
             if (value.empty() || ec != std::errc() || p != value.data() + value.size()) {
                 PyErr_Format(PyExc_ValueError, "invalid Content-Length %R", PyTuple_GET_ITEM(item, 1));
-                return false;
+                return kept(false);
             }
             out.content_length = v;
             continue;
         }
         if (k == kind::engine_owned) continue;
-        out.headers.push_back({std::string(name), std::string(value)});
+        if (used < out.headers.size()) {
+            out.headers[used].name.assign(name);
+            out.headers[used].value.assign(value);
+        } else {
+            out.headers.push_back({std::string(name), std::string(value)});
+        }
+        ++used;
     }
-    return true;
+    return kept(true);
 }
 
 }  // namespace m0::wsgi

@@ -55,7 +55,9 @@ private:
 // Status: a str "NNN Reason" (100..599, no control characters).
 bool parse_status(PyObject* status, unsigned& out, checked_strings* checked = nullptr);
 // Headers: a list of (str, str) tuples; names are HTTP tokens, values carry
-// no CR, LF or NUL; both latin-1.
+// no CR, LF or NUL; both latin-1. Entries already in out.headers are
+// overwritten in place (their strings' capacity reused); on return it holds
+// the accepted headers only.
 bool parse_headers(PyObject* headers, response_head& out, checked_strings* checked = nullptr);
 
 }  // namespace m0::wsgi

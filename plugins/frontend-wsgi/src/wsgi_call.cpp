@@ -76,10 +76,14 @@ void stream_link::abandon() {
 
 wsgi_call::wsgi_call(application& app, executor_lane& lane, http::exchange_ptr ex, request_facts facts)
     : app_(app), lane_(lane), ex_(std::move(ex)), req_(&ex_->req()), facts_(std::move(facts)),
-      reactor_thread_(std::this_thread::get_id()), reactor_io_(&ex_->io()) {}
+      reactor_thread_(std::this_thread::get_id()), reactor_io_(&ex_->io()), buffers_(response_buffers::take()) {}
 
 wsgi_call::~wsgi_call() {
     if (file_fd_ >= 0) ::close(file_fd_);
+    // The response's header list if it still has it (it was lent, not
+    // moved), else the spare one start_response never took.
+    if (head_.headers.capacity() > buffers_.spare_headers.capacity()) buffers_.spare_headers = std::move(head_.headers);
+    response_buffers::give_back(std::move(buffers_));
 }
 
 std::string wsgi_call::describe() const {
@@ -189,10 +193,10 @@ bool wsgi_call::consume_sequence(PyObject* seq) {
             return false;
         }
         // The whole body is known: one response with Content-Length.
-        body_.reserve(total);
+        buffers_.body.reserve(total);
         for (Py_ssize_t i = 0; i < n; ++i)
-            body_.append(PyBytes_AS_STRING(items[i]), static_cast<std::size_t>(PyBytes_GET_SIZE(items[i])));
-        if (head_.content_length && *head_.content_length < body_.size()) body_.resize(*head_.content_length);
+            buffers_.body.append(PyBytes_AS_STRING(items[i]), static_cast<std::size_t>(PyBytes_GET_SIZE(items[i])));
+        if (head_.content_length && *head_.content_length < buffers_.body.size()) buffers_.body.resize(*head_.content_length);
         outcome_ = outcome::respond;
         return true;
     }
@@ -211,7 +215,7 @@ void wsgi_call::consume_iterator(PyObject* result) {
         fail("the application did not return an iterable");
         return;
     }
-    bool whole = false;  // body_ already holds the declared Content-Length
+    bool whole = false;  // buffers_.body already holds the declared Content-Length
     bool warned = false;
     for (;;) {
         if (stream_ && !wait_for_room()) break;  // the client is gone: stop producing
@@ -244,7 +248,7 @@ void wsgi_call::consume_iterator(PyObject* result) {
         if (!headers_sent_ && head_.content_length && size >= *head_.content_length) {
             // The first chunk is the whole declared body (Django, Werkzeug):
             // answer with one write instead of a stream.
-            body_.assign(data, static_cast<std::size_t>(*head_.content_length));
+            buffers_.body.assign(data, static_cast<std::size_t>(*head_.content_length));
             whole = true;
             continue;
         }
@@ -379,10 +383,20 @@ PyObject* wsgi_call::start_response(PyObject* status, PyObject* headers, PyObjec
         PyErr_SetString(PyExc_AssertionError, "start_response() called a second time without exc_info");
         return nullptr;
     }
-    response_head head;
-    if (!parse_status(status, head.status, app_.checked.get()) || !parse_headers(headers, head, app_.checked.get()))
-        return nullptr;
-    head_ = std::move(head);
+    if (!status_set_) {
+        // The first call: parsed straight into the reused buffers (head_ is
+        // unused while status_set_ is false, whatever a failure leaves).
+        if (head_.headers.empty()) head_.headers.swap(buffers_.spare_headers);
+        if (!parse_status(status, head_.status, app_.checked.get()) ||
+            !parse_headers(headers, head_, app_.checked.get()))
+            return nullptr;
+    } else {
+        // A replacement (exc_info): the first head stays if this one fails.
+        response_head head;
+        if (!parse_status(status, head.status, app_.checked.get()) || !parse_headers(headers, head, app_.checked.get()))
+            return nullptr;
+        head_ = std::move(head);
+    }
     status_set_ = true;
     return Py_NewRef(writer_);
 }
@@ -445,13 +459,17 @@ void wsgi_call::complete(bool cancelled) noexcept {
     }
     switch (outcome_) {
     case outcome::respond:
-        if (body_.empty() && head_.content_length && req_->method == "HEAD") {
+        if (buffers_.body.empty() && head_.content_length && req_->method == "HEAD") {
             // A HEAD answer announces the length a GET would have (Werkzeug
             // sends none of the body); no body follows either way.
             ex_->begin(head_.status, std::move(head_.headers), head_.content_length);
             ex_->end();
+        } else if (buffers_.body.size() <= response_buffers::lent_body_max) {
+            // Lent: the engine copies a body this small anyway, and the
+            // buffers go back to the cache for the next request.
+            ex_->respond_borrowed(head_.status, head_.headers, buffers_.body);
         } else {
-            ex_->respond(head_.status, std::move(head_.headers), std::move(body_));
+            ex_->respond(head_.status, std::move(head_.headers), std::move(buffers_.body));
         }
         break;
     case outcome::streamed:

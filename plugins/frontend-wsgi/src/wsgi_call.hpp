@@ -20,6 +20,7 @@
 #include <m0/realtime.hpp>
 
 #include "body_reader.hpp"
+#include "response_buffers.hpp"
 #include "response_head.hpp"
 #include "wsgi_environ.hpp"
 #include "wsgi_settings.hpp"
@@ -150,12 +151,15 @@ private:
     PyObject* writer_ = nullptr;  // the write() callable start_response returns
     bool on_reactor_ = false;  // the inline executor: no reactor loop runs while the app does
 
+    // Taken from the reactor thread's cache when the job is made, given
+    // back when it is destroyed (both on the reactor): head_.headers and the
+    // body are filled in buffers that already have room.
+    response_buffers buffers_;
     response_head head_;
     bool status_set_ = false;
     bool headers_sent_ = false;  // begin() was posted
     std::uint64_t sent_ = 0;     // body bytes posted on the streamed path
     outcome outcome_ = outcome::error;
-    std::string body_;
     int file_fd_ = -1;
     std::uint64_t file_offset_ = 0, file_length_ = 0;
     std::shared_ptr<stream_link> stream_;

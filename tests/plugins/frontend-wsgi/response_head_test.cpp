@@ -139,3 +139,31 @@ BOOST_AUTO_TEST_CASE(strings_seen_before_are_remembered_not_their_values) {
                     failed_with(PyExc_ValueError)));
     }
 }
+
+// The list a response reuses (response_buffers) holds an earlier response's
+// headers: none of them may survive into this one, on success or failure.
+BOOST_AUTO_TEST_CASE(headers_left_from_an_earlier_response_are_replaced) {
+    m0::python::gil_scope gil;
+    response_head head;
+    head.headers = {{"Set-Cookie", "session=earlier-user"}, {"X-Old", "1"}, {"X-Older", "2"}};
+    py_ref fewer = header_list({{"Content-Type", "text/plain"}, {"Content-Length", "13"}});
+    BOOST_TEST(parse_headers(fewer.get(), head));
+    BOOST_TEST(head.headers.size() == 1u);
+    BOOST_TEST(head.headers[0].name == "Content-Type");
+    BOOST_TEST(head.headers[0].value == "text/plain");
+    BOOST_TEST(head.content_length.value_or(0) == 13u);
+
+    py_ref more = header_list({{"X-A", "a"}, {"X-B", "b"}, {"X-C", "c"}, {"X-D", "d"}});
+    BOOST_TEST(parse_headers(more.get(), head));
+    BOOST_TEST(head.headers.size() == 4u);
+    BOOST_TEST(head.headers[3].name == "X-D");
+    BOOST_TEST(!head.content_length.has_value());
+
+    // A failure keeps only what was accepted before it, nothing older.
+    head.headers = {{"Set-Cookie", "session=earlier-user"}, {"X-Old", "1"}};
+    py_ref bad = header_list({{"X-New", "n"}, {"Bad Name", "v"}});
+    BOOST_TEST(!parse_headers(bad.get(), head));
+    BOOST_TEST(failed_with(PyExc_ValueError));
+    BOOST_TEST(head.headers.size() == 1u);
+    BOOST_TEST(head.headers[0].name == "X-New");
+}
