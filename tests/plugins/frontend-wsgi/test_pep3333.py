@@ -294,6 +294,27 @@ def test_many_requests_on_one_connection_reuse_objects(wsgi_server):
             assert json.loads(r.body) == {"all": body.decode()}
 
 
+def test_response_headers_never_carry_over_to_a_later_response(wsgi_server):
+    """Response header lists are reused between requests: each response has
+    exactly the headers its app gave, more or fewer than the one before."""
+    server = wsgi_server()
+    for conn in range(2):
+        with server.connect() as s:
+            reader = m0test.ResponseReader(s)
+            for n in (3, 1, 0, 5, 2, 0):
+                tag = f"c{conn}n{n}"
+                s.sendall(f"GET /headers?n={n}&tag={tag} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
+                r = reader.read()
+                assert (r.status, r.body) == (200, tag.encode())
+                extra = sorted((k, v) for k, v in r.headers if k.lower().startswith("x-h"))
+                assert extra == [(f"X-H{i}", f"{tag}-value-of-header-{i}") for i in range(n)]
+                assert r.header("Content-Type") == "text/plain"
+                s.sendall(b"GET /status?code=204 HTTP/1.1\r\nHost: h\r\n\r\n")
+                r = reader.read()
+                assert r.status == 204
+                assert not [k for k, _ in r.headers if k.lower().startswith("x-h") or k.lower() == "content-type"]
+
+
 def test_app_shortcut_flag(m0_server):
     server = m0_server(None, "--app", "wsgi_apps:hello", cwd=APPS)
     r = m0test.request(server.port, path="/")

@@ -200,6 +200,12 @@ def router(environ, start_response):
     if path == "/closed":
         with _closed_lock:
             return _json(start_response, {"count": _closed.get(q.get("tag", ""), 0)})
+    if path == "/headers":
+        # n headers named X-H0.., values long enough to live on the heap.
+        tag = q.get("tag", "")
+        start_response("200 OK", [("Content-Type", "text/plain")] +
+                       [("X-H%d" % i, "%s-value-of-header-%d" % (tag, i)) for i in range(int(q.get("n", "0")))])
+        return [tag.encode()]
     if path == "/status":
         code = q.get("code", "204")
         if code in ("204", "304"):
