@@ -1,11 +1,14 @@
 #pragma once
-// Per-connection environ templates: the environ of a connection's last
-// request, kept so that the next one starts from a copy of it. What changes
-// only with the connection (REMOTE_*, SERVER_*, SERVER_PROTOCOL) and with
-// its headers (HTTP_*, CONTENT_TYPE) is then made once, not per request.
-// A template is found by the connection's addresses and is used only while
-// the request's headers are byte for byte those it was made from, so a new
-// connection (another client address or port) never sees another's values.
+// Shared environ templates: the environ of an earlier request, kept so that
+// a later one with the same headers starts from a copy of it. What changes
+// only with the client and the server side (REMOTE_ADDR, SERVER_*,
+// SERVER_PROTOCOL) and with the headers (HTTP_*, CONTENT_TYPE) is then made
+// once, not per request. A template is keyed by the client's address, the
+// server address, the protocol version, the server a TLS proxy's client
+// named and the header fields byte for byte, not by the connection: the
+// connections of one client that send the same headers (a browser, a load
+// generator) share one template, which stays in the CPU's cache. The only
+// per-connection value, REMOTE_PORT, is set per request.
 // Touched with the GIL held only.
 #include <Python.h>
 
@@ -37,9 +40,11 @@ private:
 };
 
 struct environ_template {
-    // The connection: addresses, protocol version, and for a client of a
-    // TLS proxy the server it named.
-    boost::asio::ip::tcp::endpoint remote, local;
+    // The client's address (not its port), the server side, the protocol
+    // version, and for a client of a TLS proxy the server it named.
+    boost::asio::ip::address remote;
+    bool remote_port = false;  // the client's port is known (a proxy may give the address alone)
+    boost::asio::ip::tcp::endpoint local;
     unsigned version = 0;
     bool https = false;
     std::string server_name;
@@ -55,8 +60,9 @@ struct environ_template {
     PyObject* query = nullptr;
     PyObject* uri = nullptr;
 
-    bool same_connection(const http::request& req, const request_facts& f) const noexcept;
-    // Makes this the slot of `req`'s connection, with no template yet.
+    // `req` may use this template: same key, same header fields.
+    bool serves(const http::request& req, const request_facts& f) const noexcept;
+    // Makes this the slot of `req`'s key, with no template yet.
     void reset(const http::request& req, const request_facts& f);
 };
 
@@ -69,14 +75,14 @@ public:
 
     // sets * ways templates at most (each ~1 KiB once made).
     explicit environ_templates(std::size_t sets = 256, std::size_t ways = 4);
-    // The slot of `req`'s connection: its template if it has one, else an
-    // empty slot keyed to it (the least recently used of its set).
+    // The template `req` may use if there is one, else an empty slot keyed
+    // to it (the least recently used of its set).
     environ_template& slot_for(const http::request& req, const request_facts& f);
 
 private:
     // Per slot, kept apart from the templates so that looking through a set
-    // reads one cache line: a hash of the connection (0: slot unused) and
-    // when the slot was last used.
+    // reads one cache line: a hash of the key (0: slot unused) and when the
+    // slot was last used.
     struct way {
         std::uint64_t tag = 0;
         std::uint64_t last_use = 0;

@@ -1,7 +1,8 @@
-// environ construction: interned keys, a copy of the connection's template,
-// the request line and the body length set per request.
+// environ construction: interned keys, a copy of a shared template, the
+// request line, REMOTE_PORT and the body length set per request.
 #include "wsgi_environ.hpp"
 
+#include <array>
 #include <charconv>
 #include <cstring>
 #include <stdexcept>
@@ -87,6 +88,27 @@ struct environ_builder::impl {
     py_ref template_dict;  // the keys every request shares; connection templates start from it
     environ_templates templates;
     reused_str method, path, script, query, content_length, uri;
+    // REMOTE_PORT strings by port, one per slot: the ports of the
+    // connections of the moment are found again.
+    struct port_str {
+        std::uint16_t port = 0;
+        py_ref str;
+    };
+    std::array<port_str, 1024> remote_ports;
+
+    // New reference to the str of `port`, or null with an exception set.
+    PyObject* remote_port(std::uint16_t port) {
+        port_str& slot = remote_ports[port % remote_ports.size()];
+        if (!slot.str || slot.port != port) {
+            char buf[8];
+            const auto r = std::to_chars(buf, buf + sizeof buf, port);
+            PyObject* s = PyUnicode_DecodeLatin1(buf, r.ptr - buf, nullptr);
+            if (!s) return nullptr;
+            slot.port = port;
+            slot.str = py_ref(s);
+        }
+        return Py_NewRef(slot.str.get());
+    }
     // Raw header name as sent → its environ key; bounded so that a client
     // inventing names cannot grow it without end.
     std::unordered_map<std::string, header_key, sv_hash, std::equal_to<>> headers;
@@ -172,9 +194,9 @@ bool environ_builder::impl::make_template(environ_template& t, const http::reque
               put(k_protocol.get(), Py_NewRef(req.version == 10 ? http10.get() : http11.get())) &&
               put(k_server_name.get(), latin1(server_name)) && put(k_server_port.get(), latin1(port_str(server_port))) &&
               put(k_remote_addr.get(), latin1(remote_addr)) &&
-              // A proxy that names the client without its port: no REMOTE_PORT.
-              (req.remote.port() ? put(k_remote_port.get(), latin1(port_str(req.remote.port())))
-                                 : PyDict_DelItem(d, k_remote_port.get()) == 0) &&
+              // Set per request (the template is shared by connections); a
+              // proxy that names the client without its port: no REMOTE_PORT.
+              (req.remote.port() || PyDict_DelItem(d, k_remote_port.get()) == 0) &&
               // Behind a proxy that says the client used TLS (the base holds "http").
               (!f.https || (put(k_url_scheme.get(), Py_NewRef(https.get())) && put(k_https.get(), Py_NewRef(on.get()))));
     t.content_length_header = false;
@@ -209,7 +231,6 @@ bool environ_builder::impl::make_template(environ_template& t, const http::reque
         t.dict = python::py_ref();
         return false;
     }
-    t.headers.assign(req.headers);
     t.method = PyDict_GetItem(d, k_method.get());
     t.path = PyDict_GetItem(d, k_path.get());
     t.query = PyDict_GetItem(d, k_query.get());
@@ -220,7 +241,7 @@ bool environ_builder::impl::make_template(environ_template& t, const http::reque
 PyObject* environ_builder::build(const http::request& req, const request_facts& f, PyObject* input) {
     impl& m = *impl_;
     environ_template& t = m.templates.slot_for(req, f);
-    if ((!t.dict || !t.headers.matches(req.headers)) && !m.make_template(t, req, f)) return nullptr;
+    if (!t.dict && !m.make_template(t, req, f)) return nullptr;
     py_ref env(PyDict_Copy(t.dict.get()));
     if (!env) return nullptr;
     PyObject* d = env.get();
@@ -235,6 +256,8 @@ PyObject* environ_builder::build(const http::request& req, const request_facts& 
     if (!line(m.k_method.get(), t.method, req.method, m.method) || !line(m.k_path.get(), t.path, f.path_info, m.path) ||
         !line(m.k_query.get(), t.query, req.query, m.query) || !line(m.k_uri.get(), t.uri, req.target, m.uri) ||
         !put_new(d, m.k_input.get(), Py_NewRef(input)))
+        return nullptr;
+    if (const std::uint16_t port = req.remote.port(); port && !put_new(d, m.k_remote_port.get(), m.remote_port(port)))
         return nullptr;
     // The base holds url_prefix; a mount's prefix comes with the request.
     if (!f.script_name.empty() && !put_new(d, m.k_script.get(), m.script.get(f.script_name))) return nullptr;

@@ -1,9 +1,11 @@
 #pragma once
 // Building the PEP 3333 environ: the hot Python part of every request.
 // Keys are interned once; each request's environ is a copy (a flat memory
-// copy in CPython) of its connection's template (environ_templates), which
-// holds the constant keys, the connection's and the headers' values; only
-// the request line, wsgi.input and CONTENT_LENGTH are set per request.
+// copy in CPython) of a template shared by the requests with the same client
+// address, server side and headers (environ_templates), which holds the
+// constant keys, the client's, the server's and the headers' values; only
+// the request line, REMOTE_PORT, wsgi.input and CONTENT_LENGTH are set per
+// request.
 #include <Python.h>
 
 #include <cstdint>

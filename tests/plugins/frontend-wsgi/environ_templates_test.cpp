@@ -1,7 +1,8 @@
-// The per-connection environ templates: a template is found again only by
-// its own connection (addresses, protocol version, the server a TLS proxy's
-// client named) and only used while the headers are those it was made from;
-// a slot taken over by another connection starts empty.
+// The shared environ templates: a template is found again only by requests
+// with its key (client address, whether the client's port is known, server
+// address, protocol version, the server a TLS proxy's client named) and its
+// header fields byte for byte, whatever their connection; a slot taken over
+// by another key starts empty.
 #define BOOST_TEST_MODULE wsgi_environ_templates
 #include <boost/test/unit_test.hpp>
 
@@ -39,7 +40,7 @@ void fill(environ_template& t) { t.dict = py_ref(PyDict_New()); }
 
 BOOST_GLOBAL_FIXTURE(interpreter);
 
-BOOST_AUTO_TEST_CASE(a_connection_finds_its_template_again) {
+BOOST_AUTO_TEST_CASE(connections_of_one_client_with_the_same_headers_share_a_template) {
     m0::python::gil_scope gil;
     environ_templates cache;
     request_facts f;
@@ -47,31 +48,50 @@ BOOST_AUTO_TEST_CASE(a_connection_finds_its_template_again) {
     environ_template& t = cache.slot_for(a, f);
     BOOST_TEST(!t.dict);
     fill(t);
-    for (int i = 0; i < 3; ++i) {
-        environ_template& again = cache.slot_for(from("127.0.0.1", 40000), f);
+    for (unsigned short port : {40000, 40000, 40001, 50123}) {
+        environ_template& again = cache.slot_for(from("127.0.0.1", port), f);
         BOOST_TEST(&again == &t);
         BOOST_TEST(static_cast<bool>(again.dict));
     }
 }
 
-BOOST_AUTO_TEST_CASE(another_connection_taking_the_slot_starts_empty) {
+BOOST_AUTO_TEST_CASE(another_key_taking_the_slot_starts_empty) {
     m0::python::gil_scope gil;
-    environ_templates cache(1, 1);  // one slot: every connection shares it
+    environ_templates cache(1, 1);  // one slot: every key shares it
     request_facts f;
     fill(cache.slot_for(from("127.0.0.1", 40000), f));
-    // Another client port, another client address, another local port, another
-    // protocol version: each is another connection.
+    // Another client address, another local port, another protocol version,
+    // no client port, other headers: each is another key.
     request other_version = from("127.0.0.1", 40000);
     other_version.version = 10;
-    for (const request& r : {from("127.0.0.1", 40001), from("127.0.0.2", 40000), from("127.0.0.1", 40000, 8001),
-                             other_version}) {
+    request other_headers = from("127.0.0.1", 40000);
+    other_headers.headers = {{"Host", "h"}};
+    for (const request& r : {from("127.0.0.2", 40000), from("127.0.0.1", 40000, 8001), other_version,
+                             from("127.0.0.1", 0), other_headers}) {
         environ_template& t = cache.slot_for(r, f);
         BOOST_TEST(!t.dict);
-        BOOST_TEST((t.remote == r.remote && t.local == r.local && t.version == r.version));
+        BOOST_TEST((t.remote == r.remote.address() && t.local == r.local && t.version == r.version));
+        BOOST_TEST(t.headers.matches(r.headers));
         fill(t);
     }
     environ_template& back = cache.slot_for(from("127.0.0.1", 40000), f);
     BOOST_TEST(!back.dict);
+}
+
+BOOST_AUTO_TEST_CASE(headers_of_the_same_lengths_and_ends_are_still_told_apart) {
+    m0::python::gil_scope gil;
+    environ_templates cache(1, 2);
+    request_facts f;
+    request a = from("127.0.0.1", 40000), b = from("127.0.0.1", 40001);
+    a.headers = {{"Cookie", "session=aaaa-same-end"}};
+    b.headers = {{"Cookie", "session=bbbb-same-end"}};
+    environ_template& ta = cache.slot_for(a, f);
+    fill(ta);
+    environ_template& tb = cache.slot_for(b, f);
+    BOOST_TEST(&tb != &ta);
+    BOOST_TEST(!tb.dict);
+    fill(tb);
+    BOOST_TEST(&cache.slot_for(a, f) == &ta);
 }
 
 BOOST_AUTO_TEST_CASE(the_server_a_tls_client_named_is_part_of_the_connection) {
@@ -95,7 +115,7 @@ BOOST_AUTO_TEST_CASE(the_least_recently_used_template_is_replaced) {
     m0::python::gil_scope gil;
     environ_templates cache(1, 2);
     request_facts f;
-    const request a = from("127.0.0.1", 40000), b = from("127.0.0.1", 40001), c = from("127.0.0.1", 40002);
+    const request a = from("127.0.0.1", 40000), b = from("127.0.0.2", 40000), c = from("127.0.0.3", 40000);
     fill(cache.slot_for(a, f));
     fill(cache.slot_for(b, f));
     BOOST_TEST(static_cast<bool>(cache.slot_for(a, f).dict));  // a used last
