@@ -82,7 +82,8 @@ wsgi_call::~wsgi_call() {
     if (file_fd_ >= 0) ::close(file_fd_);
     // The response's header list if it still has it (it was lent, not
     // moved), else the spare one start_response never took.
-    if (head_.headers.capacity() > buffers_.spare_headers.capacity()) buffers_.spare_headers = std::move(head_.headers);
+    if (head_.headers.capacity() > buffers_.spare_headers.capacity())
+        buffers_.spare_headers = std::move(head_.headers);
     response_buffers::give_back(std::move(buffers_));
 }
 
@@ -193,10 +194,11 @@ bool wsgi_call::consume_sequence(PyObject* seq) {
             return false;
         }
         // The whole body is known: one response with Content-Length.
-        buffers_.body.reserve(total);
+        std::string& body = buffers_.body;
+        body.reserve(total);
         for (Py_ssize_t i = 0; i < n; ++i)
-            buffers_.body.append(PyBytes_AS_STRING(items[i]), static_cast<std::size_t>(PyBytes_GET_SIZE(items[i])));
-        if (head_.content_length && *head_.content_length < buffers_.body.size()) buffers_.body.resize(*head_.content_length);
+            body.append(PyBytes_AS_STRING(items[i]), static_cast<std::size_t>(PyBytes_GET_SIZE(items[i])));
+        if (head_.content_length && *head_.content_length < body.size()) body.resize(*head_.content_length);
         outcome_ = outcome::respond;
         return true;
     }
@@ -215,7 +217,7 @@ void wsgi_call::consume_iterator(PyObject* result) {
         fail("the application did not return an iterable");
         return;
     }
-    bool whole = false;  // buffers_.body already holds the declared Content-Length
+    bool whole = false;  // the body buffer already holds the declared Content-Length
     bool warned = false;
     for (;;) {
         if (stream_ && !wait_for_room()) break;  // the client is gone: stop producing
@@ -384,12 +386,16 @@ PyObject* wsgi_call::start_response(PyObject* status, PyObject* headers, PyObjec
         return nullptr;
     }
     if (!status_set_) {
-        // The first call: parsed straight into the reused buffers (head_ is
-        // unused while status_set_ is false, whatever a failure leaves).
+        // The first call: parsed straight into the reused buffers.
         if (head_.headers.empty()) head_.headers.swap(buffers_.spare_headers);
         if (!parse_status(status, head_.status, app_.checked.get()) ||
-            !parse_headers(headers, head_, app_.checked.get()))
+            !parse_headers(headers, head_, app_.checked.get())) {
+            // Nothing of a refused list is kept: a hold sends head_.headers
+            // even without a status.
+            head_.headers.clear();
+            head_.content_length.reset();
             return nullptr;
+        }
     } else {
         // A replacement (exc_info): the first head stays if this one fails.
         response_head head;

@@ -58,6 +58,22 @@ def test_sse_delivers_each_publish_as_an_event(m0_server):
         assert b"not sent" not in reader.buf
 
 
+def test_a_hold_keeps_no_header_of_a_refused_or_earlier_response(m0_server):
+    # One pool thread: the earlier response's headers were made on it.
+    server = m0_server(config(threads=1))
+    for _ in range(2):
+        sock, reader = open_hold(server, "mode=sse", "cookie")
+        with sock:
+            assert ("set-cookie", "seen=1") in reader.head()[1]
+    sock = server.connect(timeout=20)
+    with sock:
+        send_get(sock, "/hold-after-refused-headers?tag=refused")
+        server.wait_for_log("held refused")
+        status, headers = StreamReader(sock, timeout=20).head()
+        assert status == 200
+        assert not [h for h in headers if h[0] in ("x-partial", "set-cookie")], headers
+
+
 def test_sse_heartbeat_is_a_comment(m0_server):
     server = m0_server(config("{sse: {heartbeat: 50ms}}"))
     sock, reader = open_hold(server, "mode=sse", "hb")

@@ -27,6 +27,16 @@ def app(environ, start_response):
         # The body is dropped; the cookie stays.
         start_response("200 OK", [("Content-Type", "text/plain"), ("Set-Cookie", "seen=1")])
         return [b"not sent"]
+    if path == "/hold-after-refused-headers":
+        # start_response refuses the list (a bad name after a good one); the
+        # view goes on and holds without another start_response.
+        try:
+            start_response("200 OK", [("X-Partial", "accepted-before-the-error"), ("Bad Name", "v")])
+        except ValueError:
+            pass
+        environ["m0.hold"](["news"], "sse")
+        print(f"held {q.get('tag', '')}", flush=True)
+        return []
     if path == "/hold-then-redis-publish":
         # Holds, then publishes on its own channel straight to Redis over a
         # plain socket (RESP), as another process would the moment the view
