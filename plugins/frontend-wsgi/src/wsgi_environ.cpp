@@ -85,7 +85,7 @@ struct environ_builder::impl {
         k_cookie{intern("HTTP_COOKIE")};
     py_ref http10{intern("HTTP/1.0")}, http11{intern("HTTP/1.1")}, empty{intern("")}, https{intern("https")},
         on{intern("on")};
-    py_ref template_dict;  // the keys every request shares; connection templates start from it
+    py_ref template_dict;  // the keys every request shares; the shared templates start from it
     environ_templates templates;
     reused_str method, path, script, query, content_length, uri;
     // REMOTE_PORT strings by port, one per slot: the ports of the
