@@ -196,8 +196,9 @@ public:
     virtual void on_peer_eof(std::function<void()> fn) = 0;
 
     // write_shared() of several payloads at once (the messages a held stream
-    // has waiting): one chunk on a chunked response and one write to the
-    // socket for all of them, instead of one each. Empty payloads are
+    // has waiting): one chunk on a chunked response, and the pieces
+    // gathered into as few writes to the socket as the engine can, instead
+    // of one write each. Empty payloads are
     // skipped. Declared last so existing vtable slots keep their place.
     virtual void write_shared_batch(std::span<const std::shared_ptr<const std::string>> pieces) = 0;
 };

@@ -496,7 +496,8 @@ void session::write_shared(exchange_impl& ex, std::shared_ptr<const std::string>
 }
 
 // The pieces become one body write: one chunk header, one flush, so a held
-// stream with several messages waiting pays one syscall for all of them.
+// stream with several messages waiting pays one gathered write for them
+// (up to the output queue's iovec limit), not one each.
 void session::write_shared_batch(exchange_impl& ex, std::span<const std::shared_ptr<const std::string>> pieces) {
     std::size_t size = 0;
     for (const auto& p : pieces)
