@@ -91,6 +91,7 @@ public:
     void end_with_trailers(std::vector<http::response_header>) override {}
     void write_shared(std::shared_ptr<const std::string>) override {}
     void on_peer_eof(std::function<void()>) override {}
+    void write_shared_batch(std::span<const std::shared_ptr<const std::string>>) override {}
 
     unsigned status() const { return status_; }
     const std::string& body() const { return body_; }

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -193,6 +194,13 @@ public:
     // is not. Any number of callbacks. Declared last so existing vtable
     // slots keep their place.
     virtual void on_peer_eof(std::function<void()> fn) = 0;
+
+    // write_shared() of several payloads at once (the messages a held stream
+    // has waiting): one chunk on a chunked response, and the pieces
+    // gathered into as few writes to the socket as the engine can, instead
+    // of one write each. Empty payloads are
+    // skipped. Declared last so existing vtable slots keep their place.
+    virtual void write_shared_batch(std::span<const std::shared_ptr<const std::string>> pieces) = 0;
 };
 
 // A connection after 101 Switching Protocols: raw bytes both ways, owned by

@@ -11,6 +11,13 @@
 
 namespace m0 {
 
+// Handlers a pass runs at most before the lane's completions get their turn.
+// io_context::poll() also runs what its handlers post meanwhile, so a chain
+// of follow-ups (a fan-out to thousands of held streams, written in slices)
+// would otherwise keep every completion — the answers of the requests that
+// publish — waiting until the whole chain ended.
+inline constexpr std::size_t max_handlers_per_pass = 64;
+
 // What a reactor loop carries from one pass to the next (optional).
 struct reactor_pass_state {
     // The last pass polled the io_context and has not blocked since: its
@@ -22,7 +29,8 @@ struct reactor_pass_state {
     bool io_polled = false;
 };
 
-// Runs ready handlers and arrived completions; if none ran, announces the
+// Runs ready handlers (at most max_handlers_per_pass) and arrived
+// completions; if none ran, announces the
 // wait to the lane (which re-checks its completions) and blocks for one
 // handler — an executor thread wakes the reactor only after such an
 // announcement, so no wake is lost and none is sent to a busy reactor.
@@ -37,7 +45,11 @@ inline std::size_t run_reactor_pass(
     std::chrono::steady_clock::time_point until = std::chrono::steady_clock::time_point::max(),
     reactor_pass_state* state = nullptr) {
     const bool poll = !state || !state->io_polled;
-    std::size_t ran = poll ? io.poll() : 0;
+    std::size_t ran = 0;
+    if (poll)
+        while (ran < max_handlers_per_pass && io.poll_one()) ++ran;
+    // Stopped at the bound: the poll did not end on an empty epoll_wait.
+    const bool poll_drained = ran < max_handlers_per_pass;
     ran += lane.poll_completions();
     lane.on_reactor_pass();
     bool blocked = false;
@@ -50,7 +62,7 @@ inline std::size_t run_reactor_pass(
         ran += lane.poll_completions();
         blocked = true;
     }
-    if (state) state->io_polled = poll && !blocked;
+    if (state) state->io_polled = poll && poll_drained && !blocked;
     return ran;
 }
 

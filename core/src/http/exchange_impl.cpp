@@ -29,6 +29,10 @@ void exchange_impl::write_shared(std::shared_ptr<const std::string> data) {
     session_->write_shared(*this, std::move(data));
 }
 
+void exchange_impl::write_shared_batch(std::span<const std::shared_ptr<const std::string>> pieces) {
+    session_->write_shared_batch(*this, pieces);
+}
+
 void exchange_impl::write_file(int fd, std::uint64_t offset, std::uint64_t length) {
     session_->write_file(*this, fd, offset, length);
 }

@@ -40,6 +40,7 @@ public:
     void end_with_trailers(std::vector<response_header> trailers) override;
     void write_shared(std::shared_ptr<const std::string> data) override;
     void on_peer_eof(std::function<void()> fn) override;
+    void write_shared_batch(std::span<const std::shared_ptr<const std::string>> pieces) override;
 
     bool is_head() const noexcept { return data_->is_head; }
     unsigned version() const noexcept { return data_->req.version; }

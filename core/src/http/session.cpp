@@ -495,6 +495,19 @@ void session::write_shared(exchange_impl& ex, std::shared_ptr<const std::string>
     write_body(ex, data->size(), [&] { out_.push_shared(std::move(data)); });
 }
 
+// The pieces become one body write: one chunk header, one flush, so a held
+// stream with several messages waiting pays one gathered write for them
+// (up to the output queue's iovec limit), not one each.
+void session::write_shared_batch(exchange_impl& ex, std::span<const std::shared_ptr<const std::string>> pieces) {
+    std::size_t size = 0;
+    for (const auto& p : pieces)
+        if (p) size += p->size();
+    if (size == 0) return;
+    write_body(ex, size, [&] {
+        for (const auto& p : pieces) out_.push_shared(p);
+    });
+}
+
 template <class Push>
 void session::write_body(exchange_impl& ex, std::size_t size, Push push) {
     if (active_ != &ex || !resp_.begun) return;

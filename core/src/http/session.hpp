@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,7 @@ public:
                std::optional<std::uint64_t> content_length);
     void write(exchange_impl& ex, std::string&& data);
     void write_shared(exchange_impl& ex, std::shared_ptr<const std::string> data);
+    void write_shared_batch(exchange_impl& ex, std::span<const std::shared_ptr<const std::string>> pieces);
     void write_file(exchange_impl& ex, int fd, std::uint64_t offset, std::uint64_t length);
     // trailers: written after the last chunk of a chunked response, else dropped.
     void end(exchange_impl& ex, const std::vector<response_header>* trailers = nullptr);

@@ -36,31 +36,56 @@ std::size_t held_connection::cost(const message& m) const noexcept {
     return 0;
 }
 
-void held_connection::deliver(const std::shared_ptr<const message>& m) {
-    if (ended_ || overflowed_) return;
-    if (outbox_.size() + 1 > config_.outbox_max_messages || outbox_bytes_ + cost(*m) > config_.outbox_max_bytes) {
+bool held_connection::over_bound(const message& m) const noexcept {
+    return outbox_.size() + 1 > config_.outbox_max_messages || outbox_bytes_ + cost(m) > config_.outbox_max_bytes;
+}
+
+bool held_connection::admit(const std::shared_ptr<const message>& m) {
+    if (ended_ || overflowed_) return false;
+    // Messages queued for a later flush are not the client's backlog while
+    // the write buffer has room: write them before judging the bound, so a
+    // burst to a reader that keeps up never overflows.
+    if (over_bound(*m) && (ex_ || session_)) {
+        pump();
+        if (ended_) return false;
+    }
+    if (over_bound(*m)) {
         if (config_.overflow == overflow_policy::close) {
             counters_.overflow_closed.fetch_add(1, std::memory_order_relaxed);
             overflowed_ = true;
             outbox_.clear();
             outbox_bytes_ = 0;
             if (ex_ || session_) end_stream();
-            return;
+            return false;
         }
-        while (!outbox_.empty() && (outbox_.size() + 1 > config_.outbox_max_messages ||
-                                    outbox_bytes_ + cost(*m) > config_.outbox_max_bytes)) {
+        while (!outbox_.empty() && over_bound(*m)) {
             outbox_bytes_ -= cost(*outbox_.front());
             outbox_.pop_front();
             counters_.dropped.fetch_add(1, std::memory_order_relaxed);
         }
         if (outbox_bytes_ + cost(*m) > config_.outbox_max_bytes) {  // larger than the whole outbox
             counters_.dropped.fetch_add(1, std::memory_order_relaxed);
-            return;
+            return false;
         }
     }
     outbox_.push_back(m);
     outbox_bytes_ += cost(*m);
-    if (ex_ || session_) pump();
+    return true;
+}
+
+void held_connection::deliver(const std::shared_ptr<const message>& m) {
+    if (admit(m) && (ex_ || session_)) pump();
+}
+
+bool held_connection::queue(const std::shared_ptr<const message>& m) {
+    if (!admit(m) || (!ex_ && !session_) || flush_owed_) return false;
+    flush_owed_ = true;
+    return true;
+}
+
+void held_connection::flush_queued() {
+    flush_owed_ = false;
+    pump();
 }
 
 void held_connection::attach(http::exchange_ptr ex, std::vector<http::response_header> headers) {
@@ -133,16 +158,33 @@ void held_connection::pump() {
         finish();
         return;
     }
-    auto pending = [this] { return session_ ? stream_->pending_bytes() : ex_->pending_bytes(); };
-    while (!outbox_.empty() && pending() < write_buffer_room) {
-        auto& m = outbox_.front();
-        if (session_)
+    if (session_) {
+        while (!outbox_.empty() && stream_->pending_bytes() < write_buffer_room) {
+            auto& m = outbox_.front();
             send_frame(*m);
-        else
-            ex_->write_shared(m->sse);
-        outbox_bytes_ -= cost(*m);
-        outbox_.pop_front();
-        counters_.delivered.fetch_add(1, std::memory_order_relaxed);
+            outbox_bytes_ -= cost(*m);
+            outbox_.pop_front();
+            counters_.delivered.fetch_add(1, std::memory_order_relaxed);
+        }
+    } else if (!outbox_.empty()) {
+        // Every event that fits goes in one chunk and one write.
+        std::size_t room = write_buffer_room;
+        const std::size_t pending = ex_->pending_bytes();
+        room = pending < room ? room - pending : 0;
+        std::size_t taken = 0;
+        while (!outbox_.empty() && taken < room) {
+            auto& m = outbox_.front();
+            taken += m->sse->size();
+            outbox_bytes_ -= cost(*m);
+            batch_.push_back(m->sse);
+            outbox_.pop_front();
+        }
+        if (!batch_.empty()) {
+            counters_.delivered.fetch_add(batch_.size(), std::memory_order_relaxed);
+            counters_.sse_writes.fetch_add(1, std::memory_order_relaxed);
+            ex_->write_shared_batch(batch_);
+            batch_.clear();
+        }
     }
     if (!outbox_.empty() && !waiting_room_) {
         waiting_room_ = true;
@@ -181,8 +223,12 @@ void held_connection::end_stream() {
         return;
     }
     if (ex_) {
-        if (options_.mode == hold_mode::sse)
+        if (options_.mode == hold_mode::sse) {
+            // What a fan-out queued but had not written yet goes first (not
+            // after an overflow: the outbox is then empty).
+            pump();
             ex_->end();  // the final chunk: a clean end the client can tell from a cut
+        }
         else
             ex_->respond(204, std::move(headers_), {});
     }

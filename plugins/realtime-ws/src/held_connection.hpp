@@ -26,6 +26,7 @@ struct hold_counters {
     std::atomic<std::uint64_t> held{0};
     std::atomic<std::uint64_t> closed{0};            // of the held, those that ended
     std::atomic<std::uint64_t> delivered{0};
+    std::atomic<std::uint64_t> sse_writes{0};        // SSE writes that carried them (several per write when coalesced)
     std::atomic<std::uint64_t> dropped{0};           // drop_oldest overflow
     std::atomic<std::uint64_t> overflow_closed{0};   // close overflow
     std::atomic<std::uint64_t> ended_by_drain{0};
@@ -73,7 +74,14 @@ public:
     ws_format frame_format(payload_kind kind) const noexcept;
 
     // The rest runs on the hold's reactor.
+    // Queues `m` and writes what the outbox holds.
     void deliver(const std::shared_ptr<const message>& m);
+    // Queues `m` without writing it, so that the messages of one fan-out
+    // pass leave in one write (flush_queued). True the first time since the
+    // last flush on an attached hold: the caller then owes it one
+    // flush_queued() call.
+    bool queue(const std::shared_ptr<const message>& m);
+    void flush_queued();
     void attach(http::exchange_ptr ex, std::vector<http::response_header> headers);
     void cancel() { finish(); }
     // The reactor's loop ended: let go of the exchange and the timer while
@@ -83,6 +91,9 @@ public:
 private:
     // The bytes `m` takes in this hold's outbox: what it will write.
     std::size_t cost(const message& m) const noexcept;
+    bool over_bound(const message& m) const noexcept;
+    // The outbox bound and overflow policy; true when `m` was queued.
+    bool admit(const std::shared_ptr<const message>& m);
     void start_sse(std::vector<http::response_header> headers);
     void start_poll(std::vector<http::response_header> headers);
     void start_ws(std::vector<http::response_header> headers);
@@ -109,6 +120,8 @@ private:
     std::vector<http::response_header> headers_;
     std::deque<std::shared_ptr<const message>> outbox_;
     std::size_t outbox_bytes_ = 0;
+    // What one write hands the engine (reused: no allocation per write).
+    std::vector<std::shared_ptr<const std::string>> batch_;
     std::optional<boost::asio::steady_timer> timer_;  // SSE heartbeat, long-poll timeout
     // WebSocket: the connection after 101 (ex_ is then null).
     std::shared_ptr<http::byte_stream> stream_;
@@ -117,6 +130,7 @@ private:
     std::uint16_t close_code_ = websocket::close_code::going_away;  // how the WebSocket ended
     bool overflowed_ = false;
     bool waiting_room_ = false;
+    bool flush_owed_ = false;  // queue() returned true; flush_queued() not run yet
     bool ended_ = false;
 };
 

@@ -3,7 +3,11 @@
 // bus (memory or Redis). A batch of messages from the bus looks up each
 // channel's holds once, groups them by reactor and hands each reactor's share
 // to its mailbox: one post per reactor per batch, every hold of a message
-// sharing its one formatted buffer (and WebSocket frame).
+// sharing its one formatted buffer (and WebSocket frame). On the reactor a
+// mailbox pass first queues every message in its holds' outboxes, then
+// writes each hold once for all of them (a burst costs one write per
+// connection, not one per message), in slices that let the reactor's other
+// work (the requests that publish) run in between.
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -54,6 +58,11 @@ private:
         std::mutex mutex;
         std::vector<delivery> pending;
         bool posted = false;
+        // Reactor thread only: holds with queued messages, written in
+        // slices from `flushed` on; a slice task is posted while some wait.
+        std::vector<std::shared_ptr<held_connection>> to_flush;
+        std::size_t flushed = 0;
+        bool flush_posted = false;
     };
     struct shard {
         boost::asio::io_context* io = nullptr;
@@ -66,8 +75,9 @@ private:
 
     // The bus's sink: fans a batch out to this process's holds.
     void deliver(std::span<const bus_message> batch);
-    void post_to_shard(mailbox& box, reactor_handle& reactor, std::vector<delivery> items);
-    static void run_mailbox(mailbox& box);
+    void post_to_shard(mailbox& box, const std::shared_ptr<reactor_handle>& reactor, std::vector<delivery> items);
+    static void run_mailbox(mailbox& box, const std::shared_ptr<reactor_handle>& reactor);
+    static void flush_slice(mailbox& box, const std::shared_ptr<reactor_handle>& reactor);
     void unsubscribe(held_connection& h);
     // Drops `h` from `channel`'s list; the bus forgets a channel left empty.
     void remove_from_channel(const std::string& channel, const held_connection* h,

@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <string>
 #include <thread>
@@ -105,6 +106,34 @@ BOOST_DATA_TEST_CASE(a_job_finishing_later_completes_after_its_posts, all_kinds,
     finisher.join();
     BOOST_TEST(seen == (std::vector<std::string>{"post 0", "post 1", "post 2", "complete"}), boost::test_tools::per_element());
     BOOST_TEST(on_reactor);
+    ex->stop();
+}
+
+// Handlers that keep posting follow-ups (a fan-out written in slices, each
+// posting the next) do not hold a waiting completion back until the chain
+// ends: a pass runs a bounded number of handlers, then the completions.
+BOOST_DATA_TEST_CASE(a_completion_runs_between_handlers_that_keep_posting, all_kinds, k) {
+    auto ex = make(k);
+    test_reactor reactor(*ex);
+    ex->start();
+    std::promise<m0::completion_port*> handed;
+    bool completed = false;
+    reactor.lane->submit(make_deferred_job([&](m0::completion_port& port) { handed.set_value(&port); },
+                                           [&](bool) { completed = true; }));
+    auto port_future = handed.get_future();
+    BOOST_REQUIRE(port_future.wait_for(10s) == std::future_status::ready);
+    port_future.get()->finish();  // the completion waits for the reactor from now on
+    constexpr int chain_length = 1'000'000;
+    int chained = 0;
+    std::function<void()> link = [&] {
+        if (!completed && ++chained < chain_length) boost::asio::post(reactor.io, link);
+    };
+    boost::asio::post(reactor.io, link);
+    for (int pass = 0; pass < 1000 && !completed; ++pass)
+        m0::run_reactor_pass(reactor.io, *reactor.lane, m0::test::clock_type::now());
+    BOOST_TEST(completed);
+    BOOST_TEST(chained < chain_length / 2);  // long before the chain's end
+    BOOST_REQUIRE(reactor.drain(10s));
     ex->stop();
 }
 

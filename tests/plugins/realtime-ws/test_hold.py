@@ -109,6 +109,44 @@ def test_hold_under_the_inline_executor(m0_server):
         assert reader.event() == {"data": "on the reactor"}
 
 
+def publish_burst(server, count, size=100):
+    """Publishes `count` messages from one view; returns their data in order."""
+    assert m0test.request(server.port, "GET", f"/publish-many?count={count}&size={size}",
+                          timeout=60).status == 204
+    return [f"{i:08d}" + "x" * size for i in range(count)]
+
+
+def test_a_burst_leaves_in_one_write_per_stream_whole_and_in_order(m0_server):
+    # Under the inline executor the publishing view runs on the reactor, so
+    # the whole burst waits in the reactor's mailbox before the fan-out
+    # runs: each stream gets its 50 events in one write, each event whole
+    # and in publish order.
+    server = m0_server(config(executor="inline"))
+    holds = [open_hold(server, "mode=sse", f"burst{i}") for i in range(3)]
+    for _, reader in holds:
+        assert reader.head()[0] == 200
+    expected = publish_burst(server, 50)
+    for sock, reader in holds:
+        with sock:
+            assert [reader.event()["data"] for _ in expected] == expected
+    assert server.stop() == 0
+    assert "150 messages delivered (SSE: 3 writes)" in server.output()
+
+
+def test_a_burst_over_the_outbox_bound_reaches_a_reader_that_keeps_up(m0_server):
+    # The burst arrives in one fan-out pass. What the pass queued is written
+    # before the bound is judged, so only a reader that falls behind
+    # overflows, not one whose connection takes every byte at once.
+    server = m0_server(config("{outbox: {max_messages: 4}}", executor="inline"))
+    sock, reader = open_hold(server, "mode=sse", "keeps-up")
+    with sock:
+        assert reader.head()[0] == 200
+        expected = publish_burst(server, 50)
+        assert [reader.event()["data"] for _ in expected] == expected
+    assert server.stop() == 0
+    assert "0 holds closed by outbox overflow" in server.output()
+
+
 def test_a_publish_before_the_reactor_attached_the_hold_is_kept(m0_server):
     # The view publishes on its own channel after holding: the message lands
     # before the job completes, in the hold's outbox.
@@ -169,16 +207,19 @@ def burst_against_a_slow_reader(server, count, size):
                 return received, False
 
 
-def test_outbox_overflow_closes_the_stream_by_default(m0_server):
-    server = m0_server(config("{outbox: {max_messages: 4, max_bytes: 1m}}"))
+# Inline: the burst reaches the reactor in one fan-out pass, queued at once.
+@pytest.mark.parametrize("executor", ["pool", "inline"])
+def test_outbox_overflow_closes_the_stream_by_default(m0_server, executor):
+    server = m0_server(config("{outbox: {max_messages: 4, max_bytes: 1m}}", executor=executor))
     received, ended = burst_against_a_slow_reader(server, count=100, size=128 * 1024)
     assert ended and len(received) < 100  # a clean end (final chunk), not the whole burst
     assert server.stop() == 0
     assert "1 holds closed by outbox overflow" in server.output()
 
 
-def test_outbox_overflow_drop_oldest_keeps_the_stream_and_the_newest(m0_server):
-    server = m0_server(config("{outbox: {max_messages: 4, overflow: drop_oldest}}"))
+@pytest.mark.parametrize("executor", ["pool", "inline"])
+def test_outbox_overflow_drop_oldest_keeps_the_stream_and_the_newest(m0_server, executor):
+    server = m0_server(config("{outbox: {max_messages: 4, overflow: drop_oldest}}", executor=executor))
     received, ended = burst_against_a_slow_reader(server, count=100, size=128 * 1024)
     assert not ended and received[-1].startswith("00000099") and len(received) < 100
     assert server.stop() == 0
