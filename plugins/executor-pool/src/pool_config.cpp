@@ -30,7 +30,7 @@ pool_options read_pool_options(const config_node& section, const char* env_ring)
         if (o.reactor_spin < nanoseconds(0) || o.reactor_spin > milliseconds(1))
             section.fail("reactor_spin", "expected a duration in 0..1ms");
     });
-    errors.check([&] { o.batch_sched = section.boolean("batch_sched", false); });
+    errors.check([&] { o.batch_sched = section.boolean("batch_sched", true); });
     errors.check([&] {
         const std::string ring = section.one_of("ring", "vyukov", {"vyukov", "lockfree", "none"});
         o.ring = ring == "lockfree" ? ring_kind::lockfree : ring == "none" ? ring_kind::none : ring_kind::vyukov;

@@ -32,7 +32,9 @@ void bump(std::atomic<std::uint64_t>& a, std::uint64_t n) noexcept {
 // requests and submitting jobs until it runs out of work, and the pool
 // thread then takes a batch instead of one job per wake (two context
 // switches per request otherwise). With a core free, the woken thread runs
-// there at once as before. Needs no privilege.
+// there at once as before. The price: with every core busy with other work,
+// a woken thread waits for the next tick instead of preempting. Needs no
+// privilege.
 void use_batch_scheduling(const std::string& name) noexcept {
     sched_param param{};
     if (const int err = pthread_setschedparam(pthread_self(), SCHED_BATCH, &param); err != 0)

@@ -21,9 +21,7 @@ struct pool_options {
     std::chrono::nanoseconds spin{0};
     // Pool threads run under SCHED_BATCH: a reactor's wake does not preempt
     // the reactor, so it submits the jobs it has before the pool runs them.
-    // Off by default: with every core busy, a woken batch thread waits for
-    // the scheduler tick instead of preempting.
-    bool batch_sched = false;
+    bool batch_sched = true;
     // How long a reactor with jobs out polls its completion ring before it
     // announces and blocks. 0 (default): block at once — on a small machine
     // a spinning reactor takes the core its pool thread or clients need.
