@@ -313,13 +313,17 @@ bool pool_core::take_job(lane_state*& lane, queued_job& j) noexcept {
     return false;
 }
 
-void pool_core::run_job(lane_state& lane, job* j) noexcept {
+void pool_core::run_job(lane_state& lane, job* j, job_counters& counted) noexcept {
     if (j->finishes_later()) {
         j->run(*new deferred_port(lane, j));
+        count_done(counted);
         return;
     }
     lane_port port(lane);
     j->run(port);
+    // Counted before the completion is pushed: a reactor that has run the
+    // completion reads stats() that include the job.
+    count_done(counted);
     push_completion(lane, {j, completion_entry::done});
 }
 
@@ -435,8 +439,7 @@ void pool_core::thread_main(unsigned index) {
             }
         }
         count_taken(s.counted, j.queued_ns);
-        run_job(*lane, j.j);
-        count_done(s.counted);
+        run_job(*lane, j.j, s.counted);
         idle_.fetch_add(1);
     }
 
