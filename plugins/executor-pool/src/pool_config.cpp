@@ -9,8 +9,8 @@ pool_options read_pool_options(const config_node& section, const char* env_ring)
     // Each key is checked on its own, so one run reports all their errors.
     config_errors errors;
     errors.check([&] {
-        section.allow_keys({"threads", "max_threads", "idle_timeout", "spin", "reactor_spin", "ring",
-                            "ring_capacity", "max_job_age"});
+        section.allow_keys({"threads", "max_threads", "idle_timeout", "spin", "reactor_spin", "batch_sched",
+                            "ring", "ring_capacity", "max_job_age"});
     });
     pool_options o;
     errors.check([&] { o.threads = static_cast<unsigned>(section.integer("threads", 1, 1, max_pool_threads)); });
@@ -22,7 +22,7 @@ pool_options read_pool_options(const config_node& section, const char* env_ring)
         if (o.idle_timeout <= nanoseconds(0)) section.fail("idle_timeout", "expected a duration > 0");
     });
     errors.check([&] {
-        o.spin = section.duration("spin", microseconds(10));
+        o.spin = section.duration("spin", nanoseconds(0));
         if (o.spin < nanoseconds(0) || o.spin > seconds(1)) section.fail("spin", "expected a duration in 0..1s");
     });
     errors.check([&] {
@@ -30,6 +30,7 @@ pool_options read_pool_options(const config_node& section, const char* env_ring)
         if (o.reactor_spin < nanoseconds(0) || o.reactor_spin > milliseconds(1))
             section.fail("reactor_spin", "expected a duration in 0..1ms");
     });
+    errors.check([&] { o.batch_sched = section.boolean("batch_sched", true); });
     errors.check([&] {
         const std::string ring = section.one_of("ring", "vyukov", {"vyukov", "lockfree", "none"});
         o.ring = ring == "lockfree" ? ring_kind::lockfree : ring == "none" ? ring_kind::none : ring_kind::vyukov;

@@ -1,6 +1,7 @@
 #include "pool_core.hpp"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -23,6 +24,22 @@ namespace {
 // do (no locked instruction on the job path).
 void bump(std::atomic<std::uint64_t>& a, std::uint64_t n) noexcept {
     a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+// SCHED_BATCH keeps the fair share and the tick preemption; it only stops a
+// woken thread from preempting the thread running on its core. A reactor
+// that wakes a parked pool thread on its own core therefore goes on reading
+// requests and submitting jobs until it runs out of work, and the pool
+// thread then takes a batch instead of one job per wake (two context
+// switches per request otherwise). With a core free, the woken thread runs
+// there at once as before. The price: with every core busy with other work,
+// a woken thread waits for the next tick instead of preempting. Needs no
+// privilege.
+void use_batch_scheduling(const std::string& name) noexcept {
+    sched_param param{};
+    if (const int err = pthread_setschedparam(pthread_self(), SCHED_BATCH, &param); err != 0)
+        log::debug("pool: " + name + " stays on the default scheduling policy (SCHED_BATCH refused, error " +
+                   std::to_string(err) + ")");
 }
 
 }  // namespace
@@ -296,13 +313,17 @@ bool pool_core::take_job(lane_state*& lane, queued_job& j) noexcept {
     return false;
 }
 
-void pool_core::run_job(lane_state& lane, job* j) noexcept {
+void pool_core::run_job(lane_state& lane, job* j, job_counters& counted) noexcept {
     if (j->finishes_later()) {
         j->run(*new deferred_port(lane, j));
+        count_done(counted);
         return;
     }
     lane_port port(lane);
     j->run(port);
+    // Counted before the completion is pushed: a reactor that has run the
+    // completion reads stats() that include the job.
+    count_done(counted);
     push_completion(lane, {j, completion_entry::done});
 }
 
@@ -334,17 +355,17 @@ bool pool_core::try_retire() noexcept {
 bool pool_core::idle_ring(slot& s, lane_state*& lane, queued_job& j) {
     using clock = std::chrono::steady_clock;
     // 1. Spin: a job arriving within spin costs no syscall on either side.
+    // Pauses only, never sched_yield: a yielding thread stays runnable, so
+    // on a busy core it waits out another thread's whole time slice while
+    // jobs queue behind it, and no wake can bring it back sooner (it is not
+    // parked). That was the collapse of whole benchmark rounds on two cores.
     if (options_.spin.count() > 0) {
         const auto deadline = clock::now() + options_.spin;
-        for (unsigned round = 0;; ++round) {
+        for (;;) {
             if (stopping()) return false;
             if (take_job(lane, j)) return true;
             if (clock::now() >= deadline) break;
-            if (round < 2) {
-                for (int i = 0; i < 64; ++i) cpu_relax();
-            } else {
-                std::this_thread::yield();
-            }
+            for (int i = 0; i < 64; ++i) cpu_relax();
         }
     }
     for (;;) {
@@ -396,6 +417,7 @@ void pool_core::thread_main(unsigned index) {
     slot& s = *slots_[index];
     const std::string name = "m0-pool-" + std::to_string(index);
     pthread_setname_np(pthread_self(), name.c_str());
+    if (options_.batch_sched) use_batch_scheduling(name);
     for (auto& h : hooks_)
         if (h.on_start) h.on_start();
 
@@ -417,8 +439,7 @@ void pool_core::thread_main(unsigned index) {
             }
         }
         count_taken(s.counted, j.queued_ns);
-        run_job(*lane, j.j);
-        count_done(s.counted);
+        run_job(*lane, j.j, s.counted);
         idle_.fetch_add(1);
     }
 

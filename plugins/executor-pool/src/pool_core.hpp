@@ -149,7 +149,8 @@ private:
     bool wake_one() noexcept;
     void wake_all() noexcept;
     void thread_main(unsigned index);
-    void run_job(lane_state& lane, job* j) noexcept;
+    // Runs the job and counts it done in `counted` (the thread's own).
+    void run_job(lane_state& lane, job* j, job_counters& counted) noexcept;
     bool take_job(lane_state*& lane, queued_job& j) noexcept;
     // Ring idle path; returns false when the thread should exit.
     bool idle_ring(slot& s, lane_state*& lane, queued_job& j);

@@ -15,7 +15,13 @@ struct pool_options {
     unsigned threads = 1;        // started by start(); never shrinks below
     unsigned max_threads = 1;    // grown to while jobs wait
     std::chrono::nanoseconds idle_timeout = std::chrono::seconds(30);
-    std::chrono::nanoseconds spin = std::chrono::microseconds(10);
+    // How long an idle thread polls the rings before parking. 0 (default):
+    // park at once — on a small machine a spinning thread takes the core
+    // the reactor needs to produce the next job.
+    std::chrono::nanoseconds spin{0};
+    // Pool threads run under SCHED_BATCH: a reactor's wake does not preempt
+    // the reactor, so it submits the jobs it has before the pool runs them.
+    bool batch_sched = true;
     // How long a reactor with jobs out polls its completion ring before it
     // announces and blocks. 0 (default): block at once — on a small machine
     // a spinning reactor takes the core its pool thread or clients need.

@@ -32,8 +32,9 @@ BOOST_AUTO_TEST_CASE(defaults) {
     BOOST_TEST(o.threads == 1u);
     BOOST_TEST(o.max_threads == 1u);
     BOOST_TEST((o.idle_timeout == 30s));
-    BOOST_TEST((o.spin == 10us));
+    BOOST_TEST((o.spin == 0us));
     BOOST_TEST((o.reactor_spin == 0us));
+    BOOST_TEST(o.batch_sched);
     BOOST_TEST((o.ring == ring_kind::vyukov));
     BOOST_TEST(o.ring_capacity == 1024u);
     BOOST_TEST((o.max_job_age == 200us));
@@ -42,13 +43,14 @@ BOOST_AUTO_TEST_CASE(defaults) {
 BOOST_AUTO_TEST_CASE(every_key) {
     const auto o = read(
         "executor:\n  pool:\n    threads: 4\n    max_threads: 16\n    idle_timeout: 5s\n"
-        "    spin: 50us\n    reactor_spin: 5us\n    ring: lockfree\n    ring_capacity: 256\n"
-        "    max_job_age: 1ms\n");
+        "    spin: 50us\n    reactor_spin: 5us\n    batch_sched: false\n    ring: lockfree\n"
+        "    ring_capacity: 256\n    max_job_age: 1ms\n");
     BOOST_TEST(o.threads == 4u);
     BOOST_TEST(o.max_threads == 16u);
     BOOST_TEST((o.idle_timeout == 5s));
     BOOST_TEST((o.spin == 50us));
     BOOST_TEST((o.reactor_spin == 5us));
+    BOOST_TEST(!o.batch_sched);
     BOOST_TEST((o.ring == ring_kind::lockfree));
     BOOST_TEST(o.ring_capacity == 256u);
     BOOST_TEST((o.max_job_age == 1ms));

@@ -1,10 +1,12 @@
 // The pool as an m0::executor: backpressure, partial completions, thread
-// hooks and names, shutdown, elastic sizing, the adaptive reactor spin.
+// hooks and names, the scheduling policy, shutdown, elastic sizing, the
+// adaptive reactor spin.
 #define BOOST_TEST_MODULE pool_executor
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <atomic>
 #include <future>
@@ -116,6 +118,31 @@ BOOST_AUTO_TEST_CASE(thread_hooks_and_names) {
     BOOST_TEST(starts.load() == 3);
     BOOST_TEST(stops.load() == 3);
     for (const auto& n : names) BOOST_TEST(n.rfind("m0-pool-", 0) == 0, n);
+}
+
+// batch_sched: every pool thread runs its jobs under SCHED_BATCH; without
+// it they keep the default policy (SCHED_OTHER).
+BOOST_DATA_TEST_CASE(batch_sched_sets_the_policy_of_every_thread, bdata::make({false, true}), batch) {
+    auto o = options_for(ring_kind::vyukov, 2);
+    o.batch_sched = batch;
+    pool_executor ex(o);
+    test_reactor reactor(ex);
+    ex.start();
+    std::mutex mutex;
+    std::set<int> policies;
+    for (int i = 0; i < 50; ++i)
+        reactor.lane->submit(make_job(
+            [&](m0::completion_port&) {
+                int policy = -1;
+                sched_param param{};
+                pthread_getschedparam(pthread_self(), &policy, &param);
+                std::lock_guard lock(mutex);
+                policies.insert(policy);
+            },
+            [](bool) {}));
+    BOOST_REQUIRE(reactor.drain(10s));
+    ex.stop();
+    BOOST_TEST((policies == std::set<int>{batch ? SCHED_BATCH : SCHED_OTHER}));
 }
 
 // stop() with jobs queued behind busy threads: each job either ran or was

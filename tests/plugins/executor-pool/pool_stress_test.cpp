@@ -126,3 +126,13 @@ BOOST_AUTO_TEST_CASE(reactor_spin_nothing_lost) {
     o.reactor_spin = std::chrono::microseconds(50);
     stress(o);
 }
+
+// The default idle path (no spin: every idle thread parks at once, so every
+// hand-off goes through the park protocol) with SCHED_BATCH threads, whose
+// wakes may run late.
+BOOST_AUTO_TEST_CASE(parking_at_once_batch_sched_nothing_lost) {
+    auto o = stress_options(ring_kind::vyukov);
+    o.spin = std::chrono::nanoseconds(0);
+    o.batch_sched = true;
+    stress(o);
+}
