@@ -504,7 +504,8 @@ void session::write_shared_batch(exchange_impl& ex, std::span<const std::shared_
         if (p) size += p->size();
     if (size == 0) return;
     write_body(ex, size, [&] {
-        for (const auto& p : pieces) out_.push_shared(p);
+        for (const auto& p : pieces)
+            if (p && !p->empty()) out_.push_shared(p);  // as write_shared: nothing to queue
     });
 }
 
