@@ -55,6 +55,7 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -350,13 +351,57 @@ private:
     bool have_data_ = false;
 };
 
+// Events counted since the reset, per thread, where the main thread can wait
+// for a number of them: a thread that brings the sum to what the main thread
+// waits for wakes it, so "wait" costs no polling (a wake-up every millisecond
+// would be a fifth of the client's context switches).
+class progress {
+public:
+    explicit progress(int threads) : seen_(static_cast<std::size_t>(threads)) {}
+
+    // Thread i has counted `events` since the reset.
+    void update(int i, long long events) {
+        seen_[static_cast<std::size_t>(i)].store(events);
+        if (total() >= target_.load()) {
+            std::lock_guard lock(mutex_);
+            reached_.notify_all();
+        }
+    }
+
+    // Whether `events` were counted before `deadline`. Sequentially
+    // consistent stores and loads on both sides: either the thread that
+    // counts sees the target, or this sees its count.
+    bool wait(long long events, std::chrono::steady_clock::time_point deadline) {
+        target_.store(events);
+        std::unique_lock lock(mutex_);
+        const bool ok = reached_.wait_until(lock, deadline, [&] { return total() >= events; });
+        target_.store(no_target);
+        return ok;
+    }
+
+private:
+    static constexpr long long no_target = std::numeric_limits<long long>::max();
+
+    long long total() const {
+        long long sum = 0;
+        for (const auto& s : seen_)
+            sum += s.load();
+        return sum;
+    }
+
+    std::vector<std::atomic<long long>> seen_;
+    std::atomic<long long> target_{no_target};
+    std::mutex mutex_;
+    std::condition_variable reached_;
+};
+
 // One client thread: its own epoll and share of the streams. The main thread
 // talks to it only through call(), which runs a function on this thread
 // between two epoll batches, so the tally needs no lock.
 class worker {
 public:
-    worker(const target& tgt, int first_id, int count, int concurrency)
-        : target_(tgt), first_id_(first_id), count_(count), concurrency_(concurrency),
+    worker(const target& tgt, progress& prog, int index, int first_id, int count, int concurrency)
+        : target_(tgt), progress_(prog), index_(index), first_id_(first_id), count_(count), concurrency_(concurrency),
           epoll_(epoll_create1(EPOLL_CLOEXEC)), wake_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
         if (epoll_ < 0 || wake_ < 0)
             fail(std::string("epoll/eventfd: ") + std::strerror(errno));
@@ -389,9 +434,6 @@ public:
         done_cv_.wait(lock, [this] { return !pending_; });
     }
 
-    // Events since the reset, as of this thread's last epoll batch.
-    long long events_seen() const { return events_seen_.load(std::memory_order_relaxed); }
-
     tally& counts() { return tally_; }
     const std::vector<stream>& streams() const { return streams_; }
 
@@ -400,7 +442,7 @@ public:
         tally_.latency_us.clear();
         tally_.events = 0;
         tally_.wakes = 0;
-        events_seen_.store(0, std::memory_order_relaxed);
+        progress_.update(index_, 0);
         for (auto& s : streams_)
             s.events = 0;
     }
@@ -424,7 +466,7 @@ private:
                 else
                     on_ready(*static_cast<stream*>(ready[i].data.ptr), ready[i].events);
             }
-            events_seen_.store(tally_.events, std::memory_order_relaxed);
+            progress_.update(index_, tally_.events);
         }
     }
 
@@ -504,11 +546,11 @@ private:
     }
 
     const target& target_;
-    int first_id_, count_, concurrency_;
+    progress& progress_;
+    int index_, first_id_, count_, concurrency_;
     int epoll_, wake_;
     std::vector<stream> streams_;
     tally tally_;
-    std::atomic<long long> events_seen_{0};
     char buf_[65536];  // every read of this thread lands here; events are decoded in place
 
     std::mutex mutex_;  // guards held_ and pending_
@@ -540,7 +582,7 @@ target resolve(const std::string& host, int port, const std::string& path) {
 // The command loop on stdin, over every worker.
 class client {
 public:
-    explicit client(std::vector<std::unique_ptr<worker>>& workers) : workers_(workers) {}
+    client(std::vector<std::unique_ptr<worker>>& workers, progress& prog) : workers_(workers), progress_(prog) {}
 
     void run() {
         for (std::string text; std::getline(std::cin, text);) {
@@ -556,7 +598,8 @@ public:
                 long long events = 0;
                 std::int64_t ms = 0;
                 line >> events >> ms;
-                std::cout << (wait(events, ms) ? "ok" : "timeout") << std::endl;
+                const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+                std::cout << (progress_.wait(events, deadline) ? "ok" : "timeout") << std::endl;
             } else if (cmd == "report") {
                 report();
             } else if (cmd == "quit") {
@@ -576,22 +619,6 @@ public:
     }
 
 private:
-    // Looks every millisecond: a delivery's latency is stamped when it is
-    // read, so how promptly this answers does not change the figures.
-    bool wait(long long events, std::int64_t ms) {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-        for (;;) {
-            long long seen = 0;
-            for (auto& w : workers_)
-                seen += w->events_seen();
-            if (seen >= events)
-                return true;
-            if (std::chrono::steady_clock::now() >= deadline)
-                return false;
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        }
-    }
-
     void report() {
         std::vector<std::uint32_t> l;
         long long events = 0, wakes = 0, lo = -1, hi = 0;
@@ -623,6 +650,7 @@ private:
     }
 
     std::vector<std::unique_ptr<worker>>& workers_;
+    progress& progress_;
     double cpu_start_ = 0;
 };
 
@@ -640,18 +668,19 @@ int main(int argc, char** argv) {
         fail("CONNECTIONS, CONNECT_CONCURRENCY and THREADS must be >= 1");
     const target tgt = resolve(argv[1], std::atoi(argv[2]), argv[3]);
 
-    std::vector<std::unique_ptr<worker>> workers;
     const int used = std::min(threads, n);
+    progress prog(used);
+    std::vector<std::unique_ptr<worker>> workers;
     for (int i = 0, first = 0; i < used; ++i) {
         const int count = n / used + (i < n % used ? 1 : 0);
-        workers.push_back(std::make_unique<worker>(tgt, first, count, std::max(1, concurrency / used)));
+        workers.push_back(std::make_unique<worker>(tgt, prog, i, first, count, std::max(1, concurrency / used)));
         first += count;
     }
     for (auto& w : workers)
         w->start();
     for (auto& w : workers)
         w->wait_held();
-    client c(workers);
+    client c(workers, prog);
     std::cout << "held " << n << std::endl;
     c.reset(0);
     c.run();
