@@ -102,7 +102,6 @@ public:
     stream(int fd, int id) : fd_(fd), id_(id) {}
 
     int fd() const { return fd_; }
-    int id() const { return id_; }
     phase state() const { return phase_; }
     long long events = 0;  // since the reset
 
@@ -186,7 +185,8 @@ private:
             else if (*q == '\n')
                 shown += "\\n";
             else if (static_cast<unsigned char>(*q) < 0x20 || static_cast<unsigned char>(*q) >= 0x7f)
-                shown += "\\x" + std::to_string(static_cast<unsigned char>(*q));
+                shown += "\\x" + std::string(1, "0123456789abcdef"[static_cast<unsigned char>(*q) >> 4]) +
+                         "0123456789abcdef"[*q & 0xf];
             else
                 shown += *q;
         }
