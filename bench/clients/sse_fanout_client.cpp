@@ -53,6 +53,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <iostream>
 #include <limits>
@@ -84,7 +85,10 @@ struct target {
 // What one thread's streams count. Only its own thread touches it, except
 // while that thread runs a command for the main thread (worker::call).
 struct tally {
-    std::vector<std::uint32_t> latency_us;  // one per event since the reset
+    // One per event since the reset. A deque grows by blocks: a vector that
+    // doubles would copy megabytes in the middle of a run, and the events
+    // read meanwhile would count that stall as delivery latency.
+    std::deque<std::uint32_t> latency_us;
     long long events = 0;
     long long wakes = 0;    // epoll_wait calls that returned something
     long long min_seq = 0;  // events numbered below are not counted
