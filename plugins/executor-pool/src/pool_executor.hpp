@@ -29,7 +29,7 @@ public:
     const pool_options& options() const noexcept;
     // Observability (tests, the per-thread CPU tool, stats pages).
     unsigned live_threads() const noexcept;    // started and not exited
-    unsigned parked_threads() const noexcept;  // blocked on their wake channel
+    unsigned parked_threads() const noexcept;  // parked: announced, blocked or about to
     unsigned idle_threads() const noexcept;    // live, not running a job
 
 private:
