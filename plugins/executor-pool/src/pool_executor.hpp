@@ -1,7 +1,8 @@
 #pragma once
 // The ring-based blocking pool (docs/architecture.md, "The ring-based pool"): m0::executor implemented
 // with one job ring and one completion ring per lane, pool threads that spin,
-// then park on their own eventfd, and wakes sent only to parked threads.
+// then park on a futex on their own state word, and wakes sent only to
+// parked threads.
 #include <cstddef>
 #include <memory>
 
