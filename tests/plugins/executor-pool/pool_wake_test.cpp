@@ -27,6 +27,14 @@ pool_options no_safety_net(ring_kind ring, unsigned threads) {
     return o;
 }
 
+// Submits an empty job; true once its completion reached the reactor
+// (blocked in between), false if that took over 2 s: the job lost its wake.
+bool one_job_completes(test_reactor& reactor) {
+    bool done = false;
+    reactor.lane->submit(make_job([](m0::completion_port&) {}, [&](bool) { done = true; }));
+    return reactor.run_until([&] { return done; }, 2s);
+}
+
 // One job at a time: each submitted only once the pool thread has parked;
 // its completion must reach the (blocked) reactor within 2 s.
 void run_parked_jobs(pool_options o, unsigned jobs) {
@@ -36,10 +44,7 @@ void run_parked_jobs(pool_options o, unsigned jobs) {
     for (unsigned i = 0; i < jobs; ++i) {
         BOOST_REQUIRE_MESSAGE(eventually([&] { return ex.parked_threads() == 1; }, 2s),
                               "pool thread never parked before job " << i);
-        bool done = false;
-        reactor.lane->submit(make_job([](m0::completion_port&) {}, [&](bool) { done = true; }));
-        BOOST_REQUIRE_MESSAGE(reactor.run_until([&] { return done; }, 2s),
-                              "job " << i << " of " << jobs << " lost its wake");
+        BOOST_REQUIRE_MESSAGE(one_job_completes(reactor), "job " << i << " of " << jobs << " lost its wake");
     }
     ex.stop();
 }
@@ -75,9 +80,7 @@ BOOST_DATA_TEST_CASE(lost_wakeup_racing_submits, bdata::make({ring_kind::vyukov,
     std::uniform_int_distribution<int> delay_us(0, 3000);
     for (unsigned i = 0; i < 200; ++i) {
         std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));
-        bool done = false;
-        reactor.lane->submit(make_job([](m0::completion_port&) {}, [&](bool) { done = true; }));
-        BOOST_REQUIRE_MESSAGE(reactor.run_until([&] { return done; }, 2s), "job " << i << " lost its wake");
+        BOOST_REQUIRE_MESSAGE(one_job_completes(reactor), "job " << i << " lost its wake");
     }
     ex.stop();
 }
@@ -117,13 +120,11 @@ BOOST_DATA_TEST_CASE(chained_wake_burst_runs_concurrently,
 BOOST_DATA_TEST_CASE(wake_racing_the_idle_timeout, bdata::make({ring_kind::vyukov, ring_kind::lockfree}), ring) {
     auto o = no_safety_net(ring, 1);
     o.max_threads = 2;
-    o.idle_timeout = 1ms;
-    o.test_park_window = 1ms;
+    o.idle_timeout = o.test_park_window = 1ms;
     pool_executor ex(o);
     test_reactor reactor(ex);
     ex.start();
     std::mt19937 rng(4242);
-    std::uniform_int_distribution<int> delay_us(0, 4000);
     for (unsigned i = 0; i < 100; ++i) {
         // Two jobs that wait for each other: the pool grows to two threads.
         timed_barrier both(2);
@@ -134,10 +135,9 @@ BOOST_DATA_TEST_CASE(wake_racing_the_idle_timeout, bdata::make({ring_kind::vyuko
                                           [&](bool) { ++completed; }));
         BOOST_REQUIRE(reactor.run_until([&] { return completed == 2; }, 10s));
         BOOST_REQUIRE_MESSAGE(met.load() == 2u, "round " << i << ": the two jobs never ran together (a lost wake, or no growth)");
-        std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));
-        bool done = false;
-        reactor.lane->submit(make_job([](m0::completion_port&) {}, [&](bool) { done = true; }));
-        BOOST_REQUIRE_MESSAGE(reactor.run_until([&] { return done; }, 2s), "round " << i << ": the job lost its wake");
+        // 0..4 ms: around the 1 ms timeout and the 1 ms window after it.
+        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 4000));
+        BOOST_REQUIRE_MESSAGE(one_job_completes(reactor), "round " << i << ": the job lost its wake");
     }
     ex.stop();
 }
