@@ -338,10 +338,12 @@ bool pool_core::unpark(slot& s) noexcept {
         return true;
     }
     // A waker claimed us first (and took us out of parked_): its wake is for
-    // us, and we are up. Nothing to wait for: the wake is the word, which we
-    // reset here, not a token left in the kernel; the waker's FUTEX_WAKE, if
-    // it comes after this, finds nobody waiting or ends a later wait early,
-    // and that wait re-reads the word and goes back to sleep.
+    // us, and we are up. Simpler than with a wake eventfd, where we had to
+    // wait here for the waker's signal and read it, or the next park would
+    // have returned at once: the wake is the word, which we reset here, not
+    // a token left in the kernel. The waker's FUTEX_WAKE, if it comes after
+    // this, finds nobody waiting or ends a later wait early, and that wait
+    // re-reads the word and goes back to sleep.
     s.state.store(running);
     return false;
 }
