@@ -247,9 +247,9 @@ bool pool_core::wake_one() noexcept {
     for (unsigned k = 0; k < n; ++k) {
         slot& s = *slots_[(start + k) % n];
         int expected = parked;
-        if (s.state.load() == parked && s.state.compare_exchange_strong(expected, woken)) {
+        if (s.state.load() == parked && s.state.compare_exchange(expected, woken)) {
             parked_.fetch_sub(1);
-            s.wake.signal();
+            s.state.wake_one();
             return true;
         }
     }
@@ -333,13 +333,17 @@ void pool_core::window_pause() const noexcept {
 
 bool pool_core::unpark(slot& s) noexcept {
     int expected = parked;
-    if (s.state.compare_exchange_strong(expected, running)) {
+    if (s.state.compare_exchange(expected, running)) {
         parked_.fetch_sub(1);
         return true;
     }
-    // A waker claimed us first and is signalling: take its wake so none is
-    // left behind for a later park.
-    s.wake.wait(std::chrono::nanoseconds(-1));
+    // A waker claimed us first (and took us out of parked_): its wake is for
+    // us, and we are up. Simpler than with a wake eventfd, where we had to
+    // wait here for the waker's signal and read it, or the next park would
+    // have returned at once: the wake is the word, which we reset here, not
+    // a token left in the kernel. The waker's FUTEX_WAKE, if it comes after
+    // this, finds nobody waiting or ends a later wait early, and that wait
+    // re-reads the word and goes back to sleep.
     s.state.store(running);
     return false;
 }
@@ -381,11 +385,16 @@ bool pool_core::idle_ring(slot& s, lane_state*& lane, queued_job& j) {
             unpark(s);
             return true;
         }
-        if (s.wake.wait(options_.idle_timeout)) {
+        // One FUTEX_WAIT, refused by the kernel if a waker has already
+        // moved the word to `woken`.
+        if (s.state.wait_while(parked, options_.idle_timeout)) {
             s.state.store(running);  // the waker moved us to `woken`
-        } else if (unpark(s) && try_retire()) {
-            s.retired = true;
-            return false;
+        } else {
+            window_pause();  // a wake may claim us between the timeout and unpark
+            if (unpark(s) && try_retire()) {
+                s.retired = true;
+                return false;
+            }
         }
         if (stopping()) return false;
         if (take_job(lane, j)) return true;

@@ -1,5 +1,5 @@
 #pragma once
-// Shared state of one pool: its threads, their wake channels, and the lanes
+// Shared state of one pool: its threads, the words they park on, and the lanes
 // (one per reactor). Owned jointly by the executor and every lane handle, so
 // neither may outlive what it points at.
 #include <array>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <m0/executor.hpp>
+#include <m0/rings/futex_word.hpp>
 #include <m0/rings/wake_channel.hpp>
 
 #include "entry_ring.hpp"
@@ -134,9 +135,9 @@ private:
         std::atomic<std::uint64_t> wait_sum_ns{0};
     };
     struct slot {
-        rings::wake_channel wake;
         alignas(rings::cache_line) job_counters counted;
-        std::atomic<int> state{running};
+        // running/parked/woken; a ring-mode thread parks on this word itself.
+        rings::futex_word state{running};
         std::atomic<bool> exited{false};
         bool retired = false;  // its own thread only: left on an idle timeout
         std::thread thread;

@@ -1,7 +1,8 @@
 #pragma once
 // The ring-based blocking pool (docs/architecture.md, "The ring-based pool"): m0::executor implemented
 // with one job ring and one completion ring per lane, pool threads that spin,
-// then park on their own eventfd, and wakes sent only to parked threads.
+// then park on a futex on their own state word, and wakes sent only to
+// parked threads.
 #include <cstddef>
 #include <memory>
 
@@ -29,7 +30,7 @@ public:
     const pool_options& options() const noexcept;
     // Observability (tests, the per-thread CPU tool, stats pages).
     unsigned live_threads() const noexcept;    // started and not exited
-    unsigned parked_threads() const noexcept;  // blocked on their wake channel
+    unsigned parked_threads() const noexcept;  // parked: announced, blocked or about to
     unsigned idle_threads() const noexcept;    // live, not running a job
 
 private:

@@ -30,7 +30,8 @@ struct pool_options {
     std::size_t ring_capacity = 1024;  // per lane, per direction; power of two
     std::chrono::nanoseconds max_job_age = std::chrono::microseconds(200);
     // Test hook, not a YAML key: a pause between announcing and re-checking,
-    // on both sides, to widen the window the lost-wake-up tests probe.
+    // on both sides, and between a pool thread's idle timeout and its claim
+    // on its own word, to widen the windows the wake tests probe.
     std::chrono::nanoseconds test_park_window{0};
 };
 
