@@ -8,12 +8,12 @@
 #include <boost/asio/post.hpp>
 
 #include <m0/log.hpp>
+#include <m0/recycling_allocator.hpp>
 
 #include "http/byte_stream_impl.hpp"
 #include "http/exchange_impl.hpp"
 #include "http/forwarded.hpp"
 #include "http/proxy_protocol.hpp"
-#include "http/recycling_allocator.hpp"
 #include "http/server.hpp"
 #include "telemetry/request_recorder.hpp"
 

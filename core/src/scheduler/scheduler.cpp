@@ -57,8 +57,9 @@ public:
     eventfd_waker(const eventfd_waker&) = delete;
     eventfd_waker& operator=(const eventfd_waker&) = delete;
 
-    // An eventfd stays readable until read, so a wake sent before the
-    // reactor blocks makes its next wait return at once: none is lost.
+    // Each write is an edge the reactor's epoll keeps until its next wait
+    // (see wake_watch), so a wake sent before the reactor blocks makes that
+    // wait return at once: none is lost.
     void wake() noexcept override {
         std::uint64_t one = 1;
         (void)!::write(fd_, &one, sizeof one);
@@ -71,6 +72,17 @@ private:
 
 // The worker's side of the waker: its io_context watches a duplicate of the
 // eventfd (the same counter), closed with the worker while the waker lives on.
+//
+// Nothing is ever read from it. Asio registers a descriptor edge-triggered
+// (EPOLLET), and an eventfd signals its waiters on every write, counter
+// already non-zero or not, so each wake is a new edge that ends the
+// reactor's epoll_wait, also one sent before the reactor blocked. With no
+// operation pending, the event costs Asio a lock and no system call; a
+// pending read (and the speculative read that re-arms it) cost the reactor
+// two read(2)s per wake, and a pending wait an epoll_ctl. The counter only
+// grows: it saturates after 2^64 - 2 wakes, which no process lives to send.
+// The worker's work guard, not a pending operation, keeps run_one()
+// blocking.
 class wake_watch {
 public:
     wake_watch(boost::asio::io_context& io, const eventfd_waker& waker) : channel_(io) {
@@ -79,22 +91,8 @@ public:
         channel_.assign(fd);
     }
 
-    // Worker thread: keep a read pending; each completion has drained the
-    // counter. A read rather than a wait: Asio re-arms a wait with an
-    // epoll_ctl on every wake, while a pending read stays registered and
-    // is re-armed by one non-blocking read (which also takes a wake that
-    // came in meanwhile without going through epoll).
-    void arm() {
-        channel_.async_read_some(boost::asio::buffer(&count_, sizeof count_),
-                                 [this](boost::system::error_code ec, std::size_t) {
-                                     if (ec) return;
-                                     arm();
-                                 });
-    }
-
 private:
     boost::asio::posix::stream_descriptor channel_;
-    std::uint64_t count_ = 0;  // the drained counter; nobody reads it
 };
 
 // reactor_context::reactor: posts to the worker's io_context while it exists.
@@ -302,7 +300,6 @@ void scheduler::run_worker(worker& w) {
     auto& lane = *w.lane;
     auto& state = *state_;
     auto guard = boost::asio::make_work_guard(io);
-    w.watch->arm();
     auto notify = [&] {
         std::lock_guard lock(state.mutex);
         state.changed.notify_all();

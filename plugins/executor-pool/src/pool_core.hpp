@@ -74,7 +74,7 @@ struct lane_state {
     std::atomic<std::size_t> overflow_seen{0};
     std::uint64_t last_taken_seen = 0;
     std::chrono::steady_clock::time_point stall_since{};
-    std::atomic<std::size_t> in_flight{0};    // atomic only so other threads may read it
+    std::atomic<std::size_t> in_flight{0};    // written by the reactor only; atomic so other threads may read it
     // The adaptive reactor-side spin (pool_lane::spin_for_completion).
     struct spin_state {
         std::int64_t average_wait_ns = 0;  // moving average of the waits for a completion

@@ -10,8 +10,16 @@ pool_lane::pool_lane(std::shared_ptr<pool_core> core, std::shared_ptr<lane_state
 
 pool_lane::~pool_lane() { lane_->closed.store(true); }
 
+namespace {
+// in_flight is written by the lane's reactor alone (submit and finish): a
+// load and a store, not a locked read-modify-write per request.
+void add_in_flight(std::atomic<std::size_t>& n, int delta) noexcept {
+    n.store(n.load(std::memory_order_relaxed) + static_cast<std::size_t>(delta), std::memory_order_relaxed);
+}
+}  // namespace
+
 void pool_lane::submit(std::unique_ptr<job> j) {
-    lane_->in_flight.fetch_add(1, std::memory_order_relaxed);
+    add_in_flight(lane_->in_flight, 1);
     const queued_job queued{j.release(), now_ns()};
     // Backpressure: a full ring never drops a job. It waits, in order, in the
     // lane's overflow list and moves to the ring as pool threads make room;
@@ -47,7 +55,7 @@ void pool_lane::drain_job_overflow() noexcept {
 void pool_lane::finish(job* j, bool cancelled) noexcept {
     j->complete(cancelled);
     delete j;
-    lane_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+    add_in_flight(lane_->in_flight, -1);
 }
 
 void pool_lane::handle(const completion_entry& entry) noexcept {

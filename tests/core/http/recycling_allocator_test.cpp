@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
-#include "http/recycling_allocator.hpp"
+#include <m0/recycling_allocator.hpp>
 
-using m0::http::detail::recycling_allocator;
+using m0::recycling_allocator;
 
 namespace {
 struct exchange_like {
@@ -60,4 +60,29 @@ BOOST_AUTO_TEST_CASE(a_block_freed_on_another_thread_is_reused_there) {
     other.join();
     BOOST_TEST(reused);
     BOOST_TEST(value == 8);
+}
+
+namespace {
+struct job_like {
+    virtual ~job_like() = default;
+};
+// A per-request job, deleted through its base as an executor deletes it.
+struct call_like final : job_like, m0::recycled<call_like> {
+    explicit call_like(int v) : value(v) {}
+    int value;
+    char payload[300] = {};
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_recycled_class_takes_the_block_of_the_one_deleted_before) {
+    std::unique_ptr<job_like> a = std::make_unique<call_like>(1);
+    const void* first = a.get();
+    a.reset();
+    // Another allocation of that size in between would take malloc's most
+    // recently freed block, not the thread's free list.
+    void* unrelated = ::operator new(sizeof(call_like));
+    auto b = std::make_unique<call_like>(2);
+    BOOST_TEST(static_cast<const void*>(b.get()) == first);
+    BOOST_TEST(b->value == 2);
+    ::operator delete(unrelated);
 }

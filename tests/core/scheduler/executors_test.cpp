@@ -5,9 +5,14 @@
 #define BOOST_TEST_MODULE scheduler_executors
 #include <boost/test/unit_test.hpp>
 
+#include <condition_variable>
+#include <deque>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <thread>
+
+#include <boost/asio/post.hpp>
 
 #include "scheduler/scheduler.hpp"
 
@@ -58,7 +63,109 @@ public:
     std::promise<std::thread::id> completed_on;
 };
 
+// Finishes the jobs handed to it, one at a time, on a thread of its own.
+class finisher_thread {
+public:
+    finisher_thread()
+        : thread_([this] {
+              for (;;) {
+                  std::unique_lock lock(mutex_);
+                  ready_.wait(lock, [this] { return stop_ || !ports_.empty(); });
+                  if (ports_.empty()) return;
+                  m0::completion_port* port = ports_.front();
+                  ports_.pop_front();
+                  lock.unlock();
+                  port->finish();
+              }
+          }) {}
+    ~finisher_thread() {
+        {
+            std::lock_guard lock(mutex_);
+            stop_ = true;
+        }
+        ready_.notify_one();
+        thread_.join();
+    }
+    void finish(m0::completion_port& port) {
+        {
+            std::lock_guard lock(mutex_);
+            ports_.push_back(&port);
+        }
+        ready_.notify_one();
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable ready_;
+    std::deque<m0::completion_port*> ports_;
+    bool stop_ = false;
+    std::thread thread_;
+};
+
+// Submits `total` jobs one after another, each once the one before has
+// completed: the worker has nothing else to do, so it is mostly blocked in
+// its io_context when the finisher thread ends a job, and every completion
+// has to wake it again.
+class chain_frontend final : public m0::frontend {
+public:
+    explicit chain_frontend(int total) : total_(total) {}
+
+    class chained_job final : public m0::job {
+    public:
+        explicit chained_job(chain_frontend& f) : f_(f) {}
+        bool finishes_later() const noexcept override { return true; }
+        void run(m0::completion_port& port) noexcept override { f_.finisher_.finish(port); }
+        void complete(bool cancelled) noexcept override {
+            if (cancelled) return;
+            chain_frontend& f = f_;
+            // The next job from the loop, not from inside this completion.
+            boost::asio::post(*f.io_, [&f] { f.next(); });
+        }
+
+    private:
+        chain_frontend& f_;
+    };
+
+    void start_reactor(m0::reactor_context& ctx) override {
+        io_ = ctx.io;
+        lane_ = ctx.lane;
+        next();
+    }
+    void next() {
+        if (completed_++ == total_) {
+            all_done.set_value();
+            return;
+        }
+        lane_->submit(std::make_unique<chained_job>(*this));
+    }
+
+    std::promise<void> all_done;
+
+private:
+    const int total_;
+    int completed_ = -1;  // next() also runs before the first job
+    boost::asio::io_context* io_ = nullptr;
+    m0::executor_lane* lane_ = nullptr;
+    finisher_thread finisher_;
+};
+
 }  // namespace
+
+BOOST_AUTO_TEST_CASE(a_blocked_worker_is_woken_by_every_completion) {
+    auto executor = m0::make_inline_executor();
+    chain_frontend frontend(500);
+    m0::scheduler_options options;
+    options.workers = 1;
+    options.pin_cores = false;
+    options.addresses.emplace_back(boost::asio::ip::make_address("127.0.0.1"), 0);
+    auto done = frontend.all_done.get_future();
+    m0::scheduler s(frontend, std::vector<m0::executor*>{executor.get()}, options);
+    s.start();
+    // A lost wake leaves the worker blocked with a completion waiting.
+    BOOST_TEST((done.wait_for(60s) == std::future_status::ready));
+    const auto reports = s.drain(10s);
+    BOOST_TEST(!reports.at(0).timed_out);
+}
 
 BOOST_AUTO_TEST_CASE(every_executor_has_a_lane_and_the_drain_waits_for_each) {
     auto first = m0::make_inline_executor();

@@ -1,13 +1,15 @@
 #pragma once
-// An allocator for one object per request (the exchange and its shared_ptr
-// control block, made with allocate_shared): freed blocks wait on a small
-// free list of the freeing thread and the next allocation of the same type
-// on that thread takes one back, so a reactor serving keep-alive requests
-// stops calling malloc for them. A block freed on another thread goes to
-// that thread's list: no lock and no cross-thread traffic, only a block that
-// may be reused elsewhere.
+// An allocator for objects made once per request (the HTTP engine's exchange
+// and its shared_ptr control block, made with allocate_shared; a frontend's
+// job, through `recycled`): freed blocks wait on a small free list of the
+// freeing thread and the next allocation of the same type on that thread
+// takes one back, so a reactor serving keep-alive requests stops calling
+// malloc for them. A block freed on another thread goes to that thread's
+// list: no lock and no cross-thread traffic, only a block that may be reused
+// elsewhere.
 #include <cstddef>
 #include <new>
+#include <type_traits>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -20,7 +22,7 @@
 #define M0_RECYCLED_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-namespace m0::http::detail {
+namespace m0 {
 
 template <class T>
 class recycling_allocator {
@@ -102,4 +104,19 @@ private:
 template <class T>
 thread_local typename recycling_allocator<T>::free_list recycling_allocator<T>::cache_;
 
-}  // namespace m0::http::detail
+// Class-specific operator new and delete through recycling_allocator<T>, for
+// a final class T made and destroyed once per request on a reactor (a WSGI
+// call: made when the request is dispatched, deleted after its completion):
+// `class T final : public base, public recycled<T>`. Deleting T through a
+// base with a virtual destructor reaches them too.
+template <class T>
+struct recycled {
+    static void* operator new(std::size_t n) {
+        static_assert(std::is_final_v<T>, "a derived class would have another size");
+        (void)n;  // sizeof(T): T is final
+        return recycling_allocator<T>().allocate(1);
+    }
+    static void operator delete(void* p) noexcept { recycling_allocator<T>().deallocate(static_cast<T*>(p), 1); }
+};
+
+}  // namespace m0
