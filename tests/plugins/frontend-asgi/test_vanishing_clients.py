@@ -1,7 +1,6 @@
 """1,000 concurrent streaming responses whose clients vanish mid-stream:
 every app Task ends (its send() raises), none is left on the loop (nor
-cancelled at stop), and m0's memory is the same after a round as after the
-one before."""
+cancelled at stop), and m0's memory does not grow round after round."""
 import socket
 
 import m0test
@@ -37,10 +36,16 @@ def test_thousand_streams_whose_clients_vanish(m0_server):
     # it reuse them.
     one_round(server)
     one_round(server)
-    first = m0test.rss_kib(server.proc.pid)
-    one_round(server)
-    second = m0test.rss_kib(server.proc.pid)
-    assert second - first < 16 * 1024, (first, second)
+    rss = [m0test.rss_kib(server.proc.pid)]
+    for _ in range(3):
+        one_round(server)
+        rss.append(m0test.rss_kib(server.proc.pid))
+    # What a round leaves behind shows in every round; a round that got
+    # further than all before it (a busy machine changes how far each stream
+    # gets before its client vanishes) raises the arenas' high-water mark
+    # once. So the smallest growth of the three is the one that tells.
+    growth = [after - before for before, after in zip(rss, rss[1:])]
+    assert min(growth) < 16 * 1024, rss
     assert server.stop() == 0
     out = server.output()
     assert "asyncio: loop 0 closed; 0 task(s) still running were cancelled" in out, out
