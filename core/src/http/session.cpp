@@ -27,6 +27,9 @@ constexpr std::size_t initial_read_buffer = 4096;
 // At a drain, how long a connection accepted just before it may take to send
 // its first request.
 constexpr std::chrono::seconds first_request_grace{3};
+// At a drain, how long a connection that answered its last request just
+// before may take to send the next one (see session::drain).
+constexpr std::chrono::seconds next_request_grace{1};
 // Free space below which unparsed bytes are moved to the buffer's start.
 constexpr std::size_t min_read_space = 1024;
 // Pipelined requests are not dispatched while this much output waits.
@@ -395,6 +398,7 @@ void session::update_read_phase(clock::time_point now) {
     }
     if (phase_ != read_phase::idle) {
         phase_ = read_phase::idle;
+        idle_since_ = now;
         set_read_deadline(after(served_ == 0 ? limits_.header_timeout : limits_.keepalive_timeout, now));
     }
 }
@@ -1175,6 +1179,23 @@ void session::drain() {
         set_read_deadline(std::min(read_deadline_, clock::now() + first_request_grace));
         return;
     }
+    // Between two requests. A client that keeps its connection busy (a
+    // load generator, a page fetching its assets) may have sent the next
+    // one already, still in the socket, or be about to: closing now would
+    // cut a request it sent (it reads a reset or an end of stream where a
+    // response should be). Bytes in the socket, or idle for less than
+    // next_request_grace: wait for the request (the rest of the grace) and
+    // answer it with Connection: close. Idle for longer: close at once.
+    if (phase_ == read_phase::idle) {  // its timer closes it when the grace ends
+        const auto now = clock::now();
+        error_code ec;
+        const bool bytes_waiting = socket_.available(ec) > 0 && !ec;
+        const auto since = bytes_waiting ? now : idle_since_;
+        if (now - since < next_request_grace) {
+            set_read_deadline(std::min(read_deadline_, since + next_request_grace));
+            return;
+        }
+    }
     close_after_flush_ = true;
     if (out_.empty() && !write_wait_pending_)
         close();
@@ -1184,7 +1205,10 @@ void session::force_close() {
     if (closed_) return;
     // A lingering connection has written its last response in full and only
     // waits for the client to read it: closing it cuts nothing.
-    if (!lingering_) server_->stats().force_closed.fetch_add(1, std::memory_order_relaxed);
+    // Nor does closing one between two requests.
+    const bool between_requests =
+        phase_ == read_phase::idle && served_ > 0 && !active_ && !parser_.got_some() && rend_ == rbegin_;
+    if (!lingering_ && !between_requests) server_->stats().force_closed.fetch_add(1, std::memory_order_relaxed);
     close();
 }
 

@@ -242,6 +242,7 @@ private:
 
     read_phase phase_ = read_phase::none;
     clock::time_point read_deadline_ = clock::time_point::max();
+    clock::time_point idle_since_{};  // when the read phase last became idle
     clock::time_point write_deadline_ = clock::time_point::max();
     clock::time_point armed_ = clock::time_point::max();
 
