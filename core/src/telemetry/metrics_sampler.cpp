@@ -118,6 +118,9 @@ metrics_sampler::metrics_sampler(metrics_table& table, unsigned process, std::ve
 metrics_sampler::~metrics_sampler() { stop(); }
 
 void metrics_sampler::start() {
+    // The first sample before m0 says it serves: a scrape from then on finds
+    // every executor's series (a family is written only once sampled).
+    sample();
     thread_ = start_signal_free_thread([this] { run(); });
 }
 
@@ -136,11 +139,10 @@ void metrics_sampler::stop() {
 void metrics_sampler::run() {
     pthread_setname_np(pthread_self(), "m0-metrics-smp");
     std::unique_lock lock(mutex_);
-    while (!stopping_) {
+    while (!wake_.wait_for(lock, interval, [this] { return stopping_; })) {
         lock.unlock();
         sample();
         lock.lock();
-        wake_.wait_for(lock, interval, [this] { return stopping_; });
     }
 }
 

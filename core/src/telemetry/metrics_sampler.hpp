@@ -34,6 +34,8 @@ public:
     metrics_sampler(const metrics_sampler&) = delete;
     metrics_sampler& operator=(const metrics_sampler&) = delete;
 
+    // Takes the first sample on the calling thread, then one every interval
+    // on a thread of its own.
     void start();
     // Takes a last sample (counters complete) and joins the thread.
     void stop();
