@@ -136,9 +136,18 @@ public:
 // Run on every thread that will run jobs: on_start once before its first job,
 // on_stop once when it exits. Lets a frontend create per-thread state (a
 // Python thread state) once per thread instead of once per job.
+//
+// on_idle: run on the thread each time it finds no job to take, before it
+// waits for one (spins, parks or exits), and never between two jobs taken
+// back to back. A frontend may keep something a job takes (the GIL) from
+// one job to the next and give it up here. An executor whose threads never
+// wait between jobs (inline: they are reactors) does not call it, and a
+// frontend must then not keep anything: it learns that on_idle is called by
+// its first call.
 struct thread_hooks {
     std::function<void()> on_start;
     std::function<void()> on_stop;
+    std::function<void()> on_idle;
 };
 
 // Time from submit to a thread starting the job, as a histogram: per bucket

@@ -174,16 +174,18 @@ void attach_thread() {
     thread_state = PyThreadState_New(interp);
 }
 
+bool take_kept_gil() noexcept;  // gil.cpp
+
 void detach_thread() {
     if (!thread_state) return;
-    PyEval_RestoreThread(thread_state);
+    if (!take_kept_gil()) PyEval_RestoreThread(thread_state);
     PyThreadState_Clear(thread_state);
     PyThreadState_DeleteCurrent();  // also releases the GIL
     thread_state = nullptr;
 }
 
 thread_hooks make_thread_hooks() {
-    return thread_hooks{[] { attach_thread(); }, [] { detach_thread(); }};
+    return thread_hooks{[] { attach_thread(); }, [] { detach_thread(); }, [] { release_kept_gil(); }};
 }
 
 // Exposed to gil.cpp only.

@@ -434,7 +434,13 @@ void pool_core::thread_main(unsigned index) {
     queued_job j;
     for (;;) {
         bool got = !stopping() && take_job(lane, j);
-        if (!got) got = ring_mode() ? idle_ring(s, lane, j) : idle_none(s, lane, j);
+        if (!got) {
+            // Before any wait: a frontend gives up what it kept from its last
+            // job (the GIL), so a spinning or parked thread holds nothing.
+            for (auto& h : hooks_)
+                if (h.on_idle) h.on_idle();
+            got = ring_mode() ? idle_ring(s, lane, j) : idle_none(s, lane, j);
+        }
         if (!got) break;
         idle_.fetch_sub(1);
         if (lane->jobs->maybe_nonempty()) {

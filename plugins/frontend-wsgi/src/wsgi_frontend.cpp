@@ -58,7 +58,8 @@ void wsgi_frontend::prepare(executor& ex) {
                 request_objects::clear_thread_cache();
             }
             python::detach_thread();
-        }});
+        },
+        [] { python::release_kept_gil(); }});
 }
 
 void wsgi_frontend::before_fork() { python::before_fork(); }

@@ -120,6 +120,46 @@ BOOST_AUTO_TEST_CASE(thread_hooks_and_names) {
     for (const auto& n : names) BOOST_TEST(n.rfind("m0-pool-", 0) == 0, n);
 }
 
+// on_idle runs on the pool thread before it waits for work, never between
+// jobs it takes back to back: a frontend that keeps the GIL from one job to
+// the next gives it up there, so a parked thread holds nothing.
+BOOST_DATA_TEST_CASE(idle_hook_runs_before_a_wait_never_between_jobs_back_to_back, ring_kinds, ring) {
+    pool_executor ex(options_for(ring, 1));
+    std::atomic<int> idles{0};
+    std::atomic<bool> idle_off_thread{false};
+    thread_local bool pool_thread = false;
+    ex.add_thread_hooks({[] { pool_thread = true; }, [] {}, [&] {
+                             idle_off_thread = idle_off_thread || !pool_thread;
+                             idles.fetch_add(1);
+                         }});
+    test_reactor reactor(ex);
+    ex.start();
+    BOOST_REQUIRE(eventually([&] { return ex.stats().threads_parked == 1u; }, 30s));
+    BOOST_TEST(idles.load() >= 1);  // before its first park
+
+    // A first job holds the thread while nine more queue behind it.
+    std::promise<void> gate;
+    auto opened = gate.get_future().share();
+    constexpr int jobs = 10;
+    std::vector<int> idles_seen(jobs, -1);
+    for (int i = 0; i < jobs; ++i)
+        reactor.lane->submit(make_job(
+            [&, i](m0::completion_port&) {
+                if (i == 0) opened.wait_for(30s);
+                idles_seen[i] = idles.load();
+            },
+            [](bool) {}));
+    BOOST_REQUIRE(eventually([&] { return ex.stats().threads_busy == 1u; }, 30s));
+    gate.set_value();
+    BOOST_REQUIRE(reactor.drain(30s));
+    for (int i = 1; i < jobs; ++i) BOOST_TEST(idles_seen[i] == idles_seen[0], "job " << i);
+    // Out of work again: the hook runs before the thread parks.
+    BOOST_REQUIRE(eventually([&] { return ex.stats().threads_parked == 1u; }, 30s));
+    BOOST_TEST(idles.load() > idles_seen[jobs - 1]);
+    ex.stop();
+    BOOST_TEST(!idle_off_thread.load());
+}
+
 // batch_sched: every pool thread runs its jobs under SCHED_BATCH; without
 // it they keep the default policy (SCHED_OTHER).
 BOOST_DATA_TEST_CASE(batch_sched_sets_the_policy_of_every_thread, bdata::make({false, true}), batch) {
