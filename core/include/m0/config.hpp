@@ -120,6 +120,8 @@ public:
     // environment override), so that `m0 --check` shows what will run.
     void set_effective(std::string_view key, std::string_view value) const;
     void set_effective(std::string_view key, const std::vector<std::string>& values) const;
+    // The same for a boolean (shown as true/false, not as a string).
+    void set_effective_boolean(std::string_view key, bool value) const;
 
     // The node itself as a scalar (for sequence items).
     std::string as_string() const;

@@ -476,6 +476,10 @@ void config_node::set_effective(std::string_view key, const std::vector<std::str
     record(*tree_, join_path(path_, key), string_list_value(values));
 }
 
+void config_node::set_effective_boolean(std::string_view key, bool value) const {
+    record(*tree_, join_path(path_, key), scalar_value(value ? "true" : "false", false));
+}
+
 std::string config_node::as_string() const {
     const auto at = locate_readable(*tree_, path_);
     if (!at.node || at.node->type != kind::scalar) throw_at(at.where, path_, "expected a string, found " + describe(at.node));

@@ -4,13 +4,13 @@
 
 namespace m0::pool {
 
-pool_options read_pool_options(const config_node& section, const char* env_ring) {
+pool_options read_pool_options(const config_node& section, const char* env_ring, unsigned reactors, unsigned cpus) {
     using namespace std::chrono;
     // Each key is checked on its own, so one run reports all their errors.
     config_errors errors;
     errors.check([&] {
         section.allow_keys({"threads", "max_threads", "idle_timeout", "spin", "reactor_spin", "batch_sched",
-                            "ring", "ring_capacity", "max_job_age"});
+                            "ring", "ring_capacity", "max_job_age", "colocate"});
     });
     pool_options o;
     errors.check([&] { o.threads = static_cast<unsigned>(section.integer("threads", 1, 1, max_pool_threads)); });
@@ -31,6 +31,23 @@ pool_options read_pool_options(const config_node& section, const char* env_ring)
             section.fail("reactor_spin", "expected a duration in 0..1ms");
     });
     errors.check([&] { o.batch_sched = section.boolean("batch_sched", true); });
+    errors.check([&] {
+        // auto: on when every core runs a reactor of the deployment. Then no
+        // core is idle for a pool thread to use, and beside its reactor it
+        // saves the cross-core wakes and cache transfers; with cores to
+        // spare, a pool thread (or C code that releases the GIL) may use them.
+        const std::string mode = section.string("colocate", "auto");
+        if (mode == "auto") {
+            o.colocate = reactors >= cpus;
+        } else {
+            try {
+                o.colocate = section.boolean("colocate", false);
+            } catch (const config_error&) {
+                section.fail("colocate", "expected auto or a boolean (true/false, yes/no, on/off), found '" + mode + "'");
+            }
+        }
+        section.set_effective_boolean("colocate", o.colocate);
+    });
     errors.check([&] {
         const std::string ring = section.one_of("ring", "vyukov", {"vyukov", "lockfree", "none"});
         o.ring = ring == "lockfree" ? ring_kind::lockfree : ring == "none" ? ring_kind::none : ring_kind::vyukov;

@@ -281,6 +281,28 @@ void pool_core::on_stalled_lane() {
     maybe_grow();
 }
 
+void pool_core::add_reactor_cpus() noexcept {
+    if (!options_.colocate) return;
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    if (pthread_getaffinity_np(pthread_self(), sizeof mine, &mine) != 0) return;
+    std::lock_guard lock(colocation_mutex_);
+    CPU_OR(&colocation_cpus_, &colocation_cpus_, &mine);
+    colocation_generation_.fetch_add(1, std::memory_order_release);
+}
+
+void pool_core::follow_reactor_cpus(unsigned& applied) noexcept {
+    if (colocation_generation_.load(std::memory_order_acquire) == applied) return;
+    cpu_set_t cpus;
+    {
+        std::lock_guard lock(colocation_mutex_);
+        cpus = colocation_cpus_;
+        applied = colocation_generation_.load(std::memory_order_relaxed);
+    }
+    if (const int err = pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus); err != 0)
+        log::debug("pool: a thread stays where it was (setting its cores failed, error " + std::to_string(err) + ")");
+}
+
 void pool_core::push_completion(lane_state& lane, completion_entry entry) noexcept {
     if (lane.overflow_mode.load() || !lane.completions->try_push(entry)) {
         std::lock_guard lock(lane.overflow_mutex);
@@ -432,6 +454,7 @@ void pool_core::thread_main(unsigned index) {
 
     lane_state* lane = nullptr;
     queued_job j;
+    unsigned cpus_applied = 0;
     for (;;) {
         bool got = !stopping() && take_job(lane, j);
         if (!got) {
@@ -442,6 +465,8 @@ void pool_core::thread_main(unsigned index) {
             got = ring_mode() ? idle_ring(s, lane, j) : idle_none(s, lane, j);
         }
         if (!got) break;
+        // A job taken after a reactor reported its cores runs on them.
+        if (options_.colocate) follow_reactor_cpus(cpus_applied);
         idle_.fetch_sub(1);
         if (lane->jobs->maybe_nonempty()) {
             // Chained wake: leave no job behind a single wake (the `none`

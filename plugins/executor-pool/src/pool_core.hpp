@@ -2,6 +2,8 @@
 // Shared state of one pool: its threads, the words they park on, and the lanes
 // (one per reactor). Owned jointly by the executor and every lane handle, so
 // neither may outlive what it points at.
+#include <sched.h>
+
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -117,6 +119,10 @@ public:
     void push_completion(lane_state& lane, completion_entry entry) noexcept;
     // Reactor age check: the lane's head has not moved for max_job_age.
     void on_stalled_lane();
+    // From a reactor thread, once (its lane's first pass): with `colocate`,
+    // the pool's threads may run on the cores this thread may run on, in
+    // addition to those of the reactors that came before.
+    void add_reactor_cpus() noexcept;
 
     // Threads, queue and queue wait, summed over the threads' own counters.
     executor_stats stats() const;
@@ -159,6 +165,9 @@ private:
     bool unpark(slot& s) noexcept;
     bool try_retire() noexcept;
     void window_pause() const noexcept;
+    // With `colocate`: moves the calling pool thread onto the reactors'
+    // cores if they changed since `applied` (its own copy of the generation).
+    void follow_reactor_cpus(unsigned& applied) noexcept;
     friend struct lane_port;
 
     const pool_options options_;
@@ -184,6 +193,12 @@ private:
     std::vector<std::shared_ptr<lane_state>> lane_owners_;
 
     rings::wake_channel job_semaphore_{true};  // `ring: none`: one signal per job
+
+    // `colocate`: the union of the reactors' cores, and how many reactors
+    // have added theirs (a pool thread re-reads the set when it changes).
+    std::mutex colocation_mutex_;
+    cpu_set_t colocation_cpus_{};
+    std::atomic<unsigned> colocation_generation_{0};
 };
 
 }  // namespace m0::pool

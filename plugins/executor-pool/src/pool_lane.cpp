@@ -196,6 +196,10 @@ bool pool_lane::prepare_to_wait() {
 void pool_lane::finished_waiting() { lane_->reactor_waiting.exchange(false); }
 
 void pool_lane::on_reactor_pass() {
+    if (!cpus_reported_) {
+        cpus_reported_ = true;
+        core_->add_reactor_cpus();
+    }
     if (core_->stopping()) return;
     drain_job_overflow();
     if (!core_->ring_mode()) return;

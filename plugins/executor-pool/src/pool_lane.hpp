@@ -43,6 +43,7 @@ private:
 
     std::shared_ptr<pool_core> core_;
     std::shared_ptr<lane_state> lane_;
+    bool cpus_reported_ = false;  // add_reactor_cpus ran on the first pass
 };
 
 }  // namespace m0::pool

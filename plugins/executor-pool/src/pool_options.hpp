@@ -26,6 +26,13 @@ struct pool_options {
     // announces and blocks. 0 (default): block at once — on a small machine
     // a spinning reactor takes the core its pool thread or clients need.
     std::chrono::nanoseconds reactor_spin{0};
+    // Pool threads run only on the cores the reactors of this process are
+    // pinned to (the union of their affinity masks, as each reports it on
+    // its first pass): a job runs on the core that parsed its request, and
+    // a wake is a switch on that core rather than an interrupt to another.
+    // Meaningful with server.pin_cores; with unpinned reactors the union is
+    // every core. `executor.pool.colocate` resolves `auto` (pool_config.cpp).
+    bool colocate = false;
     ring_kind ring = ring_kind::vyukov;
     std::size_t ring_capacity = 1024;  // per lane, per direction; power of two
     std::chrono::nanoseconds max_job_age = std::chrono::microseconds(200);

@@ -1,5 +1,7 @@
 // The plugin's one exported symbol: `executor.type: pool`.
+#include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 #include <m0/config.hpp>
 #include <m0/frontend.hpp>
@@ -11,8 +13,9 @@
 namespace {
 
 std::unique_ptr<m0::executor> make_pool_executor(m0::plugin_context& ctx) {
-    return std::make_unique<m0::pool::pool_executor>(
-        m0::pool::read_pool_options(*ctx.section, std::getenv("M0_POOL_RING")));
+    return std::make_unique<m0::pool::pool_executor>(m0::pool::read_pool_options(
+        *ctx.section, std::getenv("M0_POOL_RING"), ctx.reactor_count * ctx.process_count,
+        std::max(1u, std::thread::hardware_concurrency())));
 }
 
 }  // namespace

@@ -11,9 +11,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-pool_options read(const std::string& yaml, const char* env = nullptr) {
+pool_options read(const std::string& yaml, const char* env = nullptr, unsigned reactors = 1, unsigned cpus = 2) {
     auto doc = m0::config_document::from_string(yaml, "test.yaml");
-    return read_pool_options(doc.root().child("executor").child("pool"), env);
+    return read_pool_options(doc.root().child("executor").child("pool"), env, reactors, cpus);
 }
 
 std::string error_of(const std::string& yaml) {
@@ -38,13 +38,34 @@ BOOST_AUTO_TEST_CASE(defaults) {
     BOOST_TEST((o.ring == ring_kind::vyukov));
     BOOST_TEST(o.ring_capacity == 1024u);
     BOOST_TEST((o.max_job_age == 200us));
+    BOOST_TEST(!o.colocate);  // auto, one reactor on two cores
+}
+
+// colocate: auto is on when the deployment's reactors (workers × threads)
+// are at least the cores; true and false as given; the effective value is
+// what `m0 --check` shows.
+BOOST_AUTO_TEST_CASE(colocate_auto_follows_reactors_and_cores) {
+    const std::string none = "executor:\n  type: pool\n";
+    BOOST_TEST(!read(none, nullptr, 1, 2).colocate);
+    BOOST_TEST(read(none, nullptr, 2, 2).colocate);
+    BOOST_TEST(read(none, nullptr, 8, 4).colocate);
+    BOOST_TEST(!read(none, nullptr, 3, 4).colocate);
+    BOOST_TEST(read("executor:\n  pool:\n    colocate: auto\n", nullptr, 4, 4).colocate);
+    BOOST_TEST(read("executor:\n  pool:\n    colocate: true\n", nullptr, 1, 4).colocate);
+    BOOST_TEST(read("executor:\n  pool:\n    colocate: on\n", nullptr, 1, 4).colocate);
+    BOOST_TEST(!read("executor:\n  pool:\n    colocate: false\n", nullptr, 4, 4).colocate);
+    for (const auto& [reactors, shown] : {std::pair{1u, "colocate: false"}, std::pair{2u, "colocate: true"}}) {
+        auto doc = m0::config_document::from_string(none, "test.yaml");
+        (void)read_pool_options(doc.root().child("executor").child("pool"), nullptr, reactors, 2);
+        BOOST_TEST(doc.effective_yaml().find(shown) != std::string::npos, doc.effective_yaml());
+    }
 }
 
 BOOST_AUTO_TEST_CASE(every_key) {
     const auto o = read(
         "executor:\n  pool:\n    threads: 4\n    max_threads: 16\n    idle_timeout: 5s\n"
         "    spin: 50us\n    reactor_spin: 5us\n    batch_sched: false\n    ring: lockfree\n"
-        "    ring_capacity: 256\n    max_job_age: 1ms\n");
+        "    ring_capacity: 256\n    max_job_age: 1ms\n    colocate: true\n");
     BOOST_TEST(o.threads == 4u);
     BOOST_TEST(o.max_threads == 16u);
     BOOST_TEST((o.idle_timeout == 5s));
@@ -54,17 +75,19 @@ BOOST_AUTO_TEST_CASE(every_key) {
     BOOST_TEST((o.ring == ring_kind::lockfree));
     BOOST_TEST(o.ring_capacity == 256u);
     BOOST_TEST((o.max_job_age == 1ms));
+    BOOST_TEST(o.colocate);
 }
 
 BOOST_AUTO_TEST_CASE(every_error_of_the_section_is_reported_in_one_run) {
     const auto e = error_of("executor:\n  pool:\n    threds: 2\n    spin: 5s\n    ring: fast\n"
-                            "    ring_capacity: 1000\n    max_job_age: 0s\n");
+                            "    ring_capacity: 1000\n    max_job_age: 0s\n    colocate: sometimes\n");
     for (const auto* error :
          {"test.yaml:3:5: executor.pool.threds: unknown key 'threds' (did you mean 'threads'?)",
           "test.yaml:4:11: executor.pool.spin: expected a duration in 0..1s",
           "test.yaml:5:11: executor.pool.ring: expected one of vyukov, lockfree, none, found 'fast'",
           "test.yaml:6:20: executor.pool.ring_capacity: expected a power of two, found 1000",
-          "test.yaml:7:18: executor.pool.max_job_age: expected a duration > 0"})
+          "test.yaml:7:18: executor.pool.max_job_age: expected a duration > 0",
+          "executor.pool.colocate: expected auto or a boolean (true/false, yes/no, on/off), found 'sometimes'"})
         BOOST_TEST(e.find(error) != std::string::npos, "missing '" << error << "' in\n" << e);
 }
 
@@ -82,7 +105,7 @@ BOOST_AUTO_TEST_CASE(env_off_switch_is_the_effective_ring) {
     const std::string yaml = "executor:\n  pool:\n    ring: vyukov\n";
     for (const char* env : {"0", "1"}) {
         auto doc = m0::config_document::from_string(yaml, "test.yaml");
-        (void)read_pool_options(doc.root().child("executor").child("pool"), env);
+        (void)read_pool_options(doc.root().child("executor").child("pool"), env, 1, 2);
         const bool off = std::string(env) == "0";
         BOOST_TEST(doc.effective_yaml().find(off ? "ring: none" : "ring: vyukov") != std::string::npos,
                    doc.effective_yaml());

@@ -160,6 +160,52 @@ BOOST_DATA_TEST_CASE(idle_hook_runs_before_a_wait_never_between_jobs_back_to_bac
     BOOST_TEST(!idle_off_thread.load());
 }
 
+// colocate: a job taken after the reactor's first pass runs on the reactor's
+// cores (here: the last core only); without colocate on the cores the pool
+// threads started with (all of this process's).
+BOOST_DATA_TEST_CASE(colocate_runs_jobs_on_the_reactors_cores, bdata::make({false, true}), colocate) {
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    BOOST_REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof all, &all) == 0);
+    int last = -1;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &all)) last = c;
+    BOOST_REQUIRE(last >= 0);
+    cpu_set_t reactor_core;
+    CPU_ZERO(&reactor_core);
+    CPU_SET(last, &reactor_core);
+
+    auto o = options_for(ring_kind::vyukov, 2);
+    o.colocate = colocate;
+    pool_executor ex(o);
+    ex.start();
+    std::mutex mutex;
+    std::vector<cpu_set_t> seen;
+    bool drained = false;
+    std::thread reactor_thread([&] {
+        const bool pinned = pthread_setaffinity_np(pthread_self(), sizeof reactor_core, &reactor_core) == 0;
+        test_reactor reactor(ex);
+        reactor.lane->submit(make_job([](m0::completion_port&) {}, [](bool) {}));
+        bool ok = pinned && reactor.drain(30s);  // its first pass reports the core
+        for (int i = 0; i < 20; ++i)
+            reactor.lane->submit(make_job(
+                [&](m0::completion_port&) {
+                    cpu_set_t mine;
+                    CPU_ZERO(&mine);
+                    pthread_getaffinity_np(pthread_self(), sizeof mine, &mine);
+                    std::lock_guard lock(mutex);
+                    seen.push_back(mine);
+                },
+                [](bool) {}));
+        drained = ok && reactor.drain(30s);
+    });
+    reactor_thread.join();
+    ex.stop();
+    BOOST_REQUIRE(drained);
+    BOOST_REQUIRE(seen.size() == 20u);
+    for (const auto& mine : seen) BOOST_TEST(CPU_EQUAL(&mine, colocate ? &reactor_core : &all));
+}
+
 // batch_sched: every pool thread runs its jobs under SCHED_BATCH; without
 // it they keep the default policy (SCHED_OTHER).
 BOOST_DATA_TEST_CASE(batch_sched_sets_the_policy_of_every_thread, bdata::make({false, true}), batch) {

@@ -38,6 +38,7 @@ def app(environ, start_response):
         body = b"started"
     elif path == "/ticks":
         body = str(ticks).encode()
+
     else:
         body = b"Hello, World!"
     start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
