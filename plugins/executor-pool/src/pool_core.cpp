@@ -139,6 +139,7 @@ pool_core::pool_core(pool_options options) : options_(options) {
         throw std::invalid_argument("pool: need 1 <= threads <= max_threads <= 256");
     slots_.reserve(options_.max_threads);
     for (unsigned i = 0; i < options_.max_threads; ++i) slots_.push_back(std::make_unique<slot>());
+    have_start_cpus_ = pthread_getaffinity_np(pthread_self(), sizeof start_cpus_, &start_cpus_) == 0;
 }
 
 pool_core::~pool_core() { stop(std::chrono::milliseconds::max()); }
@@ -448,6 +449,7 @@ void pool_core::thread_main(unsigned index) {
     slot& s = *slots_[index];
     const std::string name = "m0-pool-" + std::to_string(index);
     pthread_setname_np(pthread_self(), name.c_str());
+    if (have_start_cpus_) pthread_setaffinity_np(pthread_self(), sizeof start_cpus_, &start_cpus_);
     if (options_.batch_sched) use_batch_scheduling(name);
     for (auto& h : hooks_)
         if (h.on_start) h.on_start();

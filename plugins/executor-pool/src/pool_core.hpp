@@ -194,6 +194,11 @@ private:
 
     rings::wake_channel job_semaphore_{true};  // `ring: none`: one signal per job
 
+    // The cores of the thread that made the pool: every pool thread starts on
+    // them, whichever thread spawned it (a pinned reactor grows the pool,
+    // and a new thread would inherit its one core).
+    cpu_set_t start_cpus_{};
+    bool have_start_cpus_ = false;
     // `colocate`: the union of the reactors' cores, and how many reactors
     // have added theirs (a pool thread re-reads the set when it changes).
     std::mutex colocation_mutex_;

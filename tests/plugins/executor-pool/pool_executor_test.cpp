@@ -206,6 +206,63 @@ BOOST_DATA_TEST_CASE(colocate_runs_jobs_on_the_reactors_cores, bdata::make({fals
     for (const auto& mine : seen) BOOST_TEST(CPU_EQUAL(&mine, colocate ? &reactor_core : &all));
 }
 
+// A thread the pool grows from a pinned reactor does not inherit the
+// reactor's core: it starts on the cores the pool was made on.
+BOOST_AUTO_TEST_CASE(a_thread_grown_from_a_pinned_reactor_starts_on_the_pools_cores) {
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    BOOST_REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof all, &all) == 0);
+    int last = -1;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &all)) last = c;
+    cpu_set_t reactor_core;
+    CPU_ZERO(&reactor_core);
+    CPU_SET(last, &reactor_core);
+
+    auto o = options_for(ring_kind::vyukov, 1);
+    o.max_threads = 2;
+    pool_executor ex(o);
+    ex.start();
+    std::promise<void> gate;
+    auto opened = gate.get_future().share();
+    std::mutex mutex;
+    std::vector<cpu_set_t> seen;
+    bool drained = false;
+    std::thread reactor_thread([&] {
+        const bool pinned = pthread_setaffinity_np(pthread_self(), sizeof reactor_core, &reactor_core) == 0;
+        test_reactor reactor(ex);
+        // The first job holds the one thread; the second, submitted once
+        // the first runs, makes the reactor grow the pool (on_job_pushed, on
+        // this pinned thread).
+        for (int i = 0; i < 2; ++i) {
+            if (i == 1)
+                eventually([&] {
+                    std::lock_guard lock(mutex);
+                    return seen.size() == 1;
+                }, 30s);
+            reactor.lane->submit(make_job(
+                [&, i](m0::completion_port&) {
+                    cpu_set_t mine;
+                    CPU_ZERO(&mine);
+                    pthread_getaffinity_np(pthread_self(), sizeof mine, &mine);
+                    {
+                        std::lock_guard lock(mutex);
+                        seen.push_back(mine);
+                    }
+                    if (i == 0) opened.wait_for(30s);
+                    else gate.set_value();
+                },
+                [](bool) {}));
+        }
+        drained = pinned && reactor.drain(30s);
+    });
+    reactor_thread.join();
+    ex.stop();
+    BOOST_REQUIRE(drained);
+    BOOST_REQUIRE(seen.size() == 2u);
+    for (const auto& mine : seen) BOOST_TEST(CPU_EQUAL(&mine, &all));
+}
+
 // batch_sched: every pool thread runs its jobs under SCHED_BATCH; without
 // it they keep the default policy (SCHED_OTHER).
 BOOST_DATA_TEST_CASE(batch_sched_sets_the_policy_of_every_thread, bdata::make({false, true}), batch) {
