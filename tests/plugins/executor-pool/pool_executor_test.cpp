@@ -32,6 +32,54 @@ pool_options options_for(ring_kind ring, unsigned threads) {
 
 const auto ring_kinds = bdata::make({ring_kind::vyukov, ring_kind::lockfree, ring_kind::none});
 
+// The cores the calling thread may run on.
+cpu_set_t cores_of_this_thread() {
+    cpu_set_t cores;
+    CPU_ZERO(&cores);
+    pthread_getaffinity_np(pthread_self(), sizeof cores, &cores);
+    return cores;
+}
+
+// The cores each job ran on, recorded by the jobs.
+struct cores_seen {
+    void record() {
+        const cpu_set_t mine = cores_of_this_thread();
+        std::lock_guard lock(mutex);
+        seen.push_back(mine);
+    }
+    std::size_t count() {
+        std::lock_guard lock(mutex);
+        return seen.size();
+    }
+    std::mutex mutex;
+    std::vector<cpu_set_t> seen;
+};
+
+// Runs body(reactor) on a thread pinned to `core`, acting as a reactor of
+// `ex`; true if the pin held and body returned true.
+template <class Body>
+bool on_pinned_reactor(pool_executor& ex, const cpu_set_t& core, Body body) {
+    bool ok = false;
+    std::thread t([&] {
+        const bool pinned = pthread_setaffinity_np(pthread_self(), sizeof core, &core) == 0;
+        test_reactor reactor(ex);
+        ok = body(reactor) && pinned;
+    });
+    t.join();
+    return ok;
+}
+
+// The highest-numbered core of `cores`, alone: where a test pins its reactor.
+cpu_set_t last_core_of(const cpu_set_t& cores) {
+    int last = 0;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &cores)) last = c;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(last, &one);
+    return one;
+}
+
 }  // namespace
 
 // 1000 jobs into rings of 4, in one go: none is dropped, each completes once.
@@ -164,103 +212,60 @@ BOOST_DATA_TEST_CASE(idle_hook_runs_before_a_wait_never_between_jobs_back_to_bac
 // cores (here: the last core only); without colocate on the cores the pool
 // threads started with (all of this process's).
 BOOST_DATA_TEST_CASE(colocate_runs_jobs_on_the_reactors_cores, bdata::make({false, true}), colocate) {
-    cpu_set_t all;
-    CPU_ZERO(&all);
-    BOOST_REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof all, &all) == 0);
-    int last = -1;
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &all)) last = c;
-    BOOST_REQUIRE(last >= 0);
-    cpu_set_t reactor_core;
-    CPU_ZERO(&reactor_core);
-    CPU_SET(last, &reactor_core);
-
+    const cpu_set_t all = cores_of_this_thread();
+    const cpu_set_t reactor_core = last_core_of(all);
     auto o = options_for(ring_kind::vyukov, 2);
     o.colocate = colocate;
     pool_executor ex(o);
     ex.start();
-    std::mutex mutex;
-    std::vector<cpu_set_t> seen;
-    bool drained = false;
-    std::thread reactor_thread([&] {
-        const bool pinned = pthread_setaffinity_np(pthread_self(), sizeof reactor_core, &reactor_core) == 0;
-        test_reactor reactor(ex);
+    cores_seen cores;
+    const bool drained = on_pinned_reactor(ex, reactor_core, [&](test_reactor& reactor) {
         reactor.lane->submit(make_job([](m0::completion_port&) {}, [](bool) {}));
-        bool ok = pinned && reactor.drain(30s);  // its first pass reports the core
+        if (!reactor.drain(30s)) return false;  // its first pass reports the core
         for (int i = 0; i < 20; ++i)
-            reactor.lane->submit(make_job(
-                [&](m0::completion_port&) {
-                    cpu_set_t mine;
-                    CPU_ZERO(&mine);
-                    pthread_getaffinity_np(pthread_self(), sizeof mine, &mine);
-                    std::lock_guard lock(mutex);
-                    seen.push_back(mine);
-                },
-                [](bool) {}));
-        drained = ok && reactor.drain(30s);
+            reactor.lane->submit(make_job([&](m0::completion_port&) { cores.record(); }, [](bool) {}));
+        return reactor.drain(30s);
     });
-    reactor_thread.join();
     ex.stop();
     BOOST_REQUIRE(drained);
-    BOOST_REQUIRE(seen.size() == 20u);
-    for (const auto& mine : seen) BOOST_TEST(CPU_EQUAL(&mine, colocate ? &reactor_core : &all));
+    BOOST_REQUIRE(cores.seen.size() == 20u);
+    for (const auto& mine : cores.seen) BOOST_TEST(CPU_EQUAL(&mine, colocate ? &reactor_core : &all));
 }
 
 // A thread the pool grows from a pinned reactor does not inherit the
 // reactor's core: it starts on the cores the pool was made on.
 BOOST_AUTO_TEST_CASE(a_thread_grown_from_a_pinned_reactor_starts_on_the_pools_cores) {
-    cpu_set_t all;
-    CPU_ZERO(&all);
-    BOOST_REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof all, &all) == 0);
-    int last = -1;
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &all)) last = c;
-    cpu_set_t reactor_core;
-    CPU_ZERO(&reactor_core);
-    CPU_SET(last, &reactor_core);
-
+    const cpu_set_t all = cores_of_this_thread();
     auto o = options_for(ring_kind::vyukov, 1);
     o.max_threads = 2;
     pool_executor ex(o);
     ex.start();
     std::promise<void> gate;
     auto opened = gate.get_future().share();
-    std::mutex mutex;
-    std::vector<cpu_set_t> seen;
-    bool drained = false;
-    std::thread reactor_thread([&] {
-        const bool pinned = pthread_setaffinity_np(pthread_self(), sizeof reactor_core, &reactor_core) == 0;
-        test_reactor reactor(ex);
-        // The first job holds the one thread; the second, submitted once
-        // the first runs, makes the reactor grow the pool (on_job_pushed, on
-        // this pinned thread).
-        for (int i = 0; i < 2; ++i) {
-            if (i == 1)
-                eventually([&] {
-                    std::lock_guard lock(mutex);
-                    return seen.size() == 1;
-                }, 30s);
-            reactor.lane->submit(make_job(
-                [&, i](m0::completion_port&) {
-                    cpu_set_t mine;
-                    CPU_ZERO(&mine);
-                    pthread_getaffinity_np(pthread_self(), sizeof mine, &mine);
-                    {
-                        std::lock_guard lock(mutex);
-                        seen.push_back(mine);
-                    }
-                    if (i == 0) opened.wait_for(30s);
-                    else gate.set_value();
-                },
-                [](bool) {}));
-        }
-        drained = pinned && reactor.drain(30s);
+    cores_seen cores;
+    const bool drained = on_pinned_reactor(ex, last_core_of(all), [&](test_reactor& reactor) {
+        // The first job holds the one thread; the second, submitted once the
+        // first runs, makes the reactor grow the pool (on_job_pushed, on this
+        // pinned thread).
+        reactor.lane->submit(make_job(
+            [&](m0::completion_port&) {
+                cores.record();
+                opened.wait_for(30s);
+            },
+            [](bool) {}));
+        if (!eventually([&] { return cores.count() == 1; }, 30s)) return false;
+        reactor.lane->submit(make_job(
+            [&](m0::completion_port&) {
+                cores.record();
+                gate.set_value();
+            },
+            [](bool) {}));
+        return reactor.drain(30s);
     });
-    reactor_thread.join();
     ex.stop();
     BOOST_REQUIRE(drained);
-    BOOST_REQUIRE(seen.size() == 2u);
-    for (const auto& mine : seen) BOOST_TEST(CPU_EQUAL(&mine, &all));
+    BOOST_REQUIRE(cores.seen.size() == 2u);
+    for (const auto& mine : cores.seen) BOOST_TEST(CPU_EQUAL(&mine, &all));
 }
 
 // batch_sched: every pool thread runs its jobs under SCHED_BATCH; without
