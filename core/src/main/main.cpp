@@ -31,8 +31,8 @@ constexpr const char* usage_head =
 constexpr const char* usage_tail =
     "\n"
     "Every YAML key can be overridden: --set server.threads=4, --set 'server.listen=[\"[::1]:8080\"]'.\n"
-    "Shortcuts are applied before --set, in this order: --app, --listen, --threads, --workers, --venv,\n"
-    "--chdir, --log-level, --access-log.\n"
+    "Shortcuts are applied before --set, in this order: --app, --listen, --threads, --workers, --scheduler,\n"
+    "--venv, --chdir, --log-level, --access-log.\n"
     "Exit codes: 0 success, 1 start-up failure (e.g. address in use), 2 configuration or plugin error.\n"
     "Signals: SIGTERM drains (server.drain_timeout), SIGINT drains briefly, a second signal stops at once.\n"
     "With server.workers > 1 a supervisor forwards them to every process; SIGQUIT to it stops at once;\n"
@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
         ("listen,l", po::value<std::vector<std::string>>()->composing(), "HOST:PORT to listen on (repeatable; replaces server.listen)")
         ("threads,t", po::value<unsigned>(), "reactor threads per process, 1..256 (server.threads)")
         ("workers,w", po::value<unsigned>(), "serving processes under a supervisor, 1..256 (server.workers)")
+        ("scheduler", po::value<std::string>(), "scheduler plugin: reactors or balanced (scheduler.type)")
         ("app", po::value<std::string>(), "serve a Python callable (frontend.type=wsgi|asgi, frontend.app=...)")
         ("venv", po::value<std::string>(), "the Python virtual environment to import from (python.venv)")
         ("chdir", po::value<std::string>(), "directory the app is imported from, put first on sys.path (frontend.chdir)")
@@ -124,6 +125,8 @@ int main(int argc, char** argv) {
     }
     if (vm.count("threads")) options.sets.push_back("server.threads=" + std::to_string(vm["threads"].as<unsigned>()));
     if (vm.count("workers")) options.sets.push_back("server.workers=" + std::to_string(vm["workers"].as<unsigned>()));
+    if (vm.count("scheduler"))
+        options.sets.push_back("scheduler.type=" + quoted_yaml(vm["scheduler"].as<std::string>()));
     if (vm.count("venv")) options.sets.push_back("python.venv=" + quoted_yaml(vm["venv"].as<std::string>()));
     if (vm.count("chdir")) options.sets.push_back("frontend.chdir=" + quoted_yaml(vm["chdir"].as<std::string>()));
     if (vm.count("log-level")) options.sets.push_back("log.level=" + quoted_yaml(vm["log-level"].as<std::string>()));
