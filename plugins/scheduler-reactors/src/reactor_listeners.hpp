@@ -56,8 +56,8 @@ bool epoll_exclusive_supported();
 // epoll, which makes EPOLLEXCLUSIVE wake every reactor for each arrival, and
 // the one already awake gets to accept(2) first (nginx re-arms its listener
 // for the same pile-up).
-inline constexpr unsigned shared_accepts_per_turn = 16;
-inline constexpr std::uint64_t shared_lead_allowed = 8;
+inline constexpr unsigned shared_accepts_per_turn = 4;
+inline constexpr std::uint64_t shared_lead_allowed = 2;
 inline constexpr std::chrono::microseconds shared_turn_pause{500};
 inline constexpr unsigned shared_max_pauses = 8;
 inline constexpr unsigned shared_max_pauses_for_a_waiting_peer = 200;
