@@ -4,6 +4,7 @@ asyncio lane, a WebSocket, a realtime hold), not a second copy of their
 suites, which run on the default scheduler."""
 import json
 import os
+import signal
 import sys
 
 import pytest
@@ -68,3 +69,23 @@ def test_a_held_stream_gets_what_a_post_publishes(m0_server, scheduler):
         assert said.status == 204
         assert stream.event() == {"event": "message", "data": json.dumps({"room": "lobby", "text": "hello"})}
     assert server.stop() == 0
+
+
+def test_the_stop_is_bounded_when_a_view_holds_its_reactor(m0_server, scheduler):
+    # On the inline executor a view that sleeps holds the reactor thread
+    # itself: past the drain deadline and its grace the scheduler leaves it
+    # behind, reports it, and m0 exits.
+    from support.wsgi_deployment import wsgi_config
+    apps = os.path.join(m0test.SOURCE_DIR, "tests", "plugins", "frontend-wsgi", "apps")
+    server = m0_server(wsgi_config("shutdown_apps:sleeps", apps, "1s", executor="inline"), *SCHEDULERS[scheduler],
+                       threads=2)
+    with server.connect() as s:
+        s.sendall(b"GET /?30 HTTP/1.1\r\nHost: h\r\n\r\n")
+        server.wait_for_log("sleeping 30.0 s", timeout=15)
+        server.send_signal(signal.SIGTERM)
+        # Exits long before the view's 30 s are up.
+        assert server.proc.wait(timeout=m0test.scaled(15)) == 0, server.output()
+        assert m0test.recv_until_closed(s, timeout=5) == b""
+    out = server.output()
+    assert "did not stop in time; detached" in out and "detached (did not stop)" in out, out
+    assert "leaving 1 thread(s) inside application code" in out, out
