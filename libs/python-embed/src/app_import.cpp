@@ -7,6 +7,7 @@
 
 #include <m0/log.hpp>
 #include <m0/python/errors.hpp>
+#include <m0/python/interpreter.hpp>
 
 namespace m0::python {
 
@@ -39,8 +40,11 @@ std::string where_python_looked() {
     out = "Python " + version.substr(0, version.find(' ')) + " from " + base;
     out += prefix == base ? ", no virtual environment" : ", virtual environment " + prefix;
     out += "; sys.path: " + text("path", true);
-    out += "; if the package is installed in a virtual environment, name it with python.venv (--venv) or "
-           "VIRTUAL_ENV";
+    // Hosted, the interpreter is the one that runs m0: no setting changes it.
+    out += hosted() ? "; m0 runs hosted in this Python: install the package into this environment, or install "
+                      "m0 into the package's one and run that m0"
+                    : "; if the package is installed in a virtual environment, name it with python.venv (--venv) or "
+                      "VIRTUAL_ENV";
     PyErr_Clear();
     return out;
 }
