@@ -63,6 +63,9 @@ PyObject* run(PyObject*, PyObject* args) {
     if (argv_text.empty()) argv_text.emplace_back("m0");
     host.python_mode = mode;
     host.python_executable = executable;
+    host.help_extra =
+        "Installed as a wheel: m0 runs hosted in this Python (its venv is the app's venv); `m0 sdk --help`\n"
+        "tells where the SDK for out-of-tree plugins is.\n";
     std::vector<char*> argv;
     for (auto& a : argv_text) argv.push_back(a.data());
     argv.push_back(nullptr);

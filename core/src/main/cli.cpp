@@ -91,7 +91,7 @@ int run_cli(int argc, char** argv, const cli_host& host) {
     }
 
     if (vm.count("help")) {
-        std::cout << opts << usage_tail;
+        std::cout << opts << usage_tail << host.help_extra;
         return 0;
     }
     if (vm.count("version")) {

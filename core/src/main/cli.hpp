@@ -19,6 +19,8 @@ struct cli_host {
     // What a reload (SIGHUP) executes in place of argv[0], in front of the
     // other arguments: hosted, `python -m m0`, since the process is a Python.
     std::vector<std::string> command_prefix;
+    // Printed after `m0 --help`: commands the host adds (the wheel's `m0 sdk`).
+    std::string help_extra;
 };
 
 // Parses argv (argv[0] is only a name) and serves, checks or lists plugins;
