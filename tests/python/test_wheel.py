@@ -1,7 +1,7 @@
 """The wheel (python/, pyproject.toml, scripts/wheel): m0 hosted in the
 user's own Python. One wheel, built by scripts/wheel for M0_WHEEL_PYTHON
 (default: Debian's python3.11), or the one M0_WHEEL names, is installed into a
-fresh venv of that interpreter with Flask and Starlette from PyPI, and serves
+fresh venv of that interpreter with Django, Flask and Starlette from PyPI, and serves
 as the source build does: `m0 --app`, `m0 --config`, `python -m m0`,
 `--workers 2` with a SIGHUP reload, a SIGTERM drain; bad input gets the
 source build's messages; examples/hello-plugin builds against the wheel's SDK."""
@@ -12,11 +12,14 @@ import signal
 import subprocess
 import sys
 import zipfile
+from urllib.parse import urlencode
 
 import pytest
+from websockets.sync.client import connect
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import m0test  # noqa: E402
+from support.sse_stream import StreamReader  # noqa: E402
 
 PYTHON = os.environ.get("M0_WHEEL_PYTHON", "/usr/bin/python3.11")
 CMAKE = os.environ.get("M0_CMAKE", "cmake")
@@ -90,11 +93,11 @@ def wheel():
 
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory):
-    """A fresh venv of PYTHON with the wheel, Flask and Starlette installed."""
+    """A fresh venv of PYTHON with the wheel, Django, Flask and Starlette installed."""
     root = tmp_path_factory.mktemp("hosted")
     run([PYTHON, "-m", "venv", root / "venv"])
     pip = [root / "venv" / "bin" / "pip", "install", "-q", "--disable-pip-version-check"]
-    run([*pip, wheel, *pins("Flask", "starlette", "anyio")])
+    run([*pip, wheel, *pins("Flask", "starlette", "anyio", "Django")])
     apps = root / "apps"
     apps.mkdir()
     for name, text in APPS.items():
@@ -260,4 +263,42 @@ def test_hello_plugin_builds_against_the_wheel_sdk(m0_server, venv, tmp_path):
     server = m0_server(f"plugins:\n  path: [{build}]\nfrontend:\n  type: hello\n", program=venv["m0"], env=ENV)
     resp = m0test.request(server.port, "GET", "/")
     assert resp.status == 200 and resp.body == b"Hello from a plugin!\n", server.output()
+    assert server.stop(signal.SIGTERM) == 0, server.output()
+
+
+def test_django_startproject_with_the_admin_static_files(m0_server, venv):
+    project = venv["root"] / "django"
+    project.mkdir()
+    run([venv["bin"] / "django-admin", "startproject", "mysite", project])
+    static = run([venv["bin"] / "python", "-c", "import django.contrib.admin as a, os; "
+                  "print(os.path.join(os.path.dirname(a.__file__), 'static'))"]).stdout.strip()
+    server = m0_server(None, "--app", "mysite.wsgi", "--set", f"frontend.static=[{{prefix: /static/, root: '{static}'}}]",
+                       program=venv["m0"], cwd=project, env=ENV)
+    login = m0test.request(server.port, "GET", "/admin/login/")
+    assert login.status == 200 and b"Django administration" in login.body, server.output()
+    css = m0test.request(server.port, "GET", "/static/admin/css/base.css")
+    assert css.status == 200 and css.header("Content-Type").startswith("text/css"), server.output()
+    assert server.stop(signal.SIGTERM) == 0, server.output()
+
+
+def test_realtime_chat_sse_and_websocket_holds_publish_through_the_package(m0_server, venv):
+    """examples/flask/chat_app.py imports m0 and calls m0.publish(): hosted,
+    that is the wheel's package, to which the running m0 added publish."""
+    server = m0_server(os.path.join(m0test.SOURCE_DIR, "configs", "flask-realtime.yaml"), program=venv["m0"],
+                       env=ENV)
+    sock = server.connect(timeout=20)
+    sock.sendall(b"GET /events?room=wheel HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    sse = StreamReader(sock, timeout=20)
+    status, headers = sse.head()
+    assert status == 200 and ("content-type", "text/event-stream") in headers, (status, headers)
+    ws_url = f"ws://127.0.0.1:{server.port}/ws?room=wheel"
+    with sock, connect(ws_url, open_timeout=m0test.scaled(10), ping_interval=None) as ws:
+        said = m0test.request(server.port, "POST", "/say", body=urlencode({"room": "wheel", "text": "hi"}).encode(),
+                              headers={"Content-Type": "application/x-www-form-urlencoded"})
+        assert said.status == 204, server.output()
+        expected = '{"room": "wheel", "text": "hi"}'
+        assert sse.event() == {"event": "message", "data": expected}
+        assert ws.recv(timeout=m0test.scaled(10)) == expected
+        ws.send("over the socket")
+        assert "over the socket" in ws.recv(timeout=m0test.scaled(10))
     assert server.stop(signal.SIGTERM) == 0, server.output()
