@@ -120,7 +120,9 @@ py_ref import_callable(std::string_view spec) {
         obj = std::move(made);
     }
     if (!PyCallable_Check(obj.get())) {
-        py_ref type_name(PyType_GetName(Py_TYPE(obj.get())));
+        // type.__name__, not PyType_GetName: that is 3.11+, and the wheels start at 3.10.
+        py_ref type_name(PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(obj.get())), "__name__"));
+        if (!type_name) PyErr_Clear();
         const char* tn = type_name ? PyUnicode_AsUTF8(type_name.get()) : "?";
         throw std::runtime_error("cannot load application '" + std::string(spec) + "': '" +
                                  std::string(attr) + (is_call ? "()" : "") +
