@@ -56,6 +56,15 @@ def main(argv=None):
         return _sdk(args[1:])
     from m0 import _m0
 
+    # What the app prints reaches a pipe or a log file line by line, as under
+    # the binary (whose interpreter runs unbuffered); a worker process ends
+    # without finalizing Python (docs/wheels.md).
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(line_buffering=True)
+        except (AttributeError, ValueError, OSError):
+            pass
+
     mode = f"hosted in CPython {platform.python_version()} ({sys.executable})"
     # A reload (SIGHUP) runs the same command again in place of this process:
     # through this interpreter, since the process is a Python.

@@ -5,6 +5,7 @@
 // libpython: CPython's symbols come from the process that imports it.
 #include <Python.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -71,6 +72,10 @@ PyObject* run(PyObject*, PyObject* args) {
     argv.push_back(nullptr);
     flush_python_stream("stdout");
     flush_python_stream("stderr");
+    // Python's SIGINT handler only sets a flag that nothing reads while m0
+    // runs: until m0 takes its signals, SIGINT ends the process, as it does
+    // the binary's.
+    ::signal(SIGINT, SIG_DFL);
 
     int code = 0;
     Py_BEGIN_ALLOW_THREADS
