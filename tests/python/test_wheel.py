@@ -5,6 +5,7 @@ fresh venv of that interpreter with Django, Flask and FastAPI from PyPI, and ser
 as the source build does: `m0 --app`, `m0 --config`, `python -m m0`,
 `--workers 2` with a SIGHUP reload under load, a SIGTERM drain; bad input gets the
 source build's messages; examples/hello-plugin builds against the wheel's SDK."""
+import contextlib
 import json
 import os
 import re
@@ -193,14 +194,10 @@ def test_fastapi_example_from_its_config_with_python_dash_m(m0_server, venv):
     assert "fastapi example: store closed" in server.output()
 
 
-def test_two_workers_reload_on_sighup_and_drain_on_sigterm(m0_server, venv):
-    server = m0_server(None, "--app", "flask_app:app", "--workers", "2", program=venv["m0"], cwd=venv["apps"],
-                       env=ENV)
-    pids = {m0test.request(server.port, "GET", "/").body.split()[1] for _ in range(8)}
-    assert pids and all(p.startswith(b"pid=") for p in pids)
-    # A reload runs `python -m m0 <the same arguments>` in place of the
-    # supervisor (same pid), with new worker processes; a client sending
-    # requests one after another all through it sees no error.
+@contextlib.contextmanager
+def steady_requests(server):
+    """A client sending GET / one request after another (bounded) while the
+    block runs; yields the list of their statuses (or errors)."""
     stop, answers = threading.Event(), []
 
     def load():
@@ -213,14 +210,26 @@ def test_two_workers_reload_on_sighup_and_drain_on_sigterm(m0_server, venv):
     client = threading.Thread(target=load)
     client.start()
     try:
+        yield answers
+    finally:
+        stop.set()
+        client.join()
+
+
+def test_two_workers_reload_on_sighup_and_drain_on_sigterm(m0_server, venv):
+    server = m0_server(None, "--app", "flask_app:app", "--workers", "2", program=venv["m0"], cwd=venv["apps"],
+                       env=ENV)
+    pids = {m0test.request(server.port, "GET", "/").body.split()[1] for _ in range(8)}
+    assert pids and all(p.startswith(b"pid=") for p in pids)
+    # A reload runs `python -m m0 <the same arguments>` in place of the
+    # supervisor (same pid), with new worker processes; a client sending
+    # requests one after another all through it sees no error.
+    with steady_requests(server) as answers:
         server.wait_until(lambda: len(answers) >= 20, what="requests before the reload")
         server.send_signal(signal.SIGHUP)
         server.wait_for_log("supervisor: reloaded: 2 new worker process(es) serve", timeout=60)
         before = len(answers)
         server.wait_until(lambda: len(answers) >= before + 20, what="requests after the reload")
-    finally:
-        stop.set()
-        client.join()
     assert [a for a in answers if a != 200] == [], server.output()
     # SIGTERM drains: the request in flight is answered, then all exit 0.
     sock = server.open_request("/slow")
@@ -231,6 +240,16 @@ def test_two_workers_reload_on_sighup_and_drain_on_sigterm(m0_server, venv):
     assert server.wait(timeout=60) == 0, server.output()
     assert "every worker process has stopped" in server.output()
     assert "Traceback" not in server.output(), server.output()
+
+
+def test_max_requests_replaces_a_worker_by_a_fresh_fork(m0_server, venv):
+    server = m0_server(None, "--app", "flask_app:app", "--workers", "2", "--set", "server.max_requests=30",
+                       "--set", "server.max_requests_jitter=0", program=venv["m0"], cwd=venv["apps"], env=ENV)
+    with steady_requests(server) as answers:
+        server.wait_for_log(re.compile(r"serves; draining pid \d+, which it replaces \(it served "
+                                       r"server.max_requests requests\)"), count=2, timeout=60)
+    assert len(answers) >= 60 and [a for a in answers if a != 200] == [], server.output()
+    assert server.stop(signal.SIGTERM) == 0, server.output()
 
 
 def test_bad_input_gets_the_source_build_messages(venv, tmp_path):
