@@ -1,4 +1,6 @@
-// The m0 command line: serve, check, list plugins.
+// The m0 command line: serve, check, list plugins. Shared by the `m0`
+// binary (binary_main.cpp) and the hosted entry point of the wheel (the m0
+// Python package), which differ only in what cli_host says.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -9,6 +11,7 @@
 #include <m0/log.hpp>
 #include <m0/version.hpp>
 
+#include "main/cli.hpp"
 #include "main/interface_probe.hpp"
 #include "server/server_runner.hpp"
 
@@ -50,7 +53,9 @@ std::string quoted_yaml(const std::string& s) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace m0 {
+
+int run_cli(int argc, char** argv, const cli_host& host) {
     po::options_description opts(usage_head);
     opts.add_options()
         ("help,h", "show this help")
@@ -87,11 +92,12 @@ int main(int argc, char** argv) {
     }
 
     if (vm.count("help")) {
-        std::cout << opts << usage_tail;
+        std::cout << opts << usage_tail << host.help_extra;
         return 0;
     }
     if (vm.count("version")) {
-        std::cout << "m0 " << M0_VERSION_STRING << "\nbuild signature: " << M0_BUILD_SIGNATURE << "\n";
+        std::cout << "m0 " << M0_VERSION_STRING << "\nbuild signature: " << M0_BUILD_SIGNATURE << "\npython: "
+                  << host.python_mode << "\n";
         return 0;
     }
 
@@ -107,7 +113,8 @@ int main(int argc, char** argv) {
         if (interface == "auto") {
             // Decided here, before any plugin loads: the frontend is chosen by type.
             interface = m0::probe_interface(app, vm.count("venv") ? vm["venv"].as<std::string>() : "",
-                                            vm.count("chdir") ? vm["chdir"].as<std::string>() : "");
+                                            vm.count("chdir") ? vm["chdir"].as<std::string>() : "",
+                                            host.python_executable);
             m0::log::info("--app " + app + ": serving it as " + interface + " (--interface auto)");
         }
         options.sets.push_back("frontend.type=" + interface);
@@ -138,7 +145,9 @@ int main(int argc, char** argv) {
     if (vm.count("set"))
         for (const auto& s : vm["set"].as<std::vector<std::string>>()) options.sets.push_back(s);
     options.check_only = vm.count("check") > 0;
-    options.command_line.assign(argv, argv + argc);
+    options.command_line = host.command_prefix;
+    if (options.command_line.empty()) options.command_line.push_back(argv[0]);
+    options.command_line.insert(options.command_line.end(), argv + 1, argv + argc);
 
     std::vector<std::string> commands;
     if (vm.count("command")) commands = vm["command"].as<std::vector<std::string>>();
@@ -162,3 +171,5 @@ int main(int argc, char** argv) {
     }
     return m0::run_server(options);
 }
+
+}  // namespace m0
