@@ -135,8 +135,10 @@ void server::session_opened(session& s) {
 void server::session_closed(session& s, bool resume) {
     if (!s.is_linked()) return;
     sessions_.erase(sessions_.iterator_to(s));
-    stats_->live_connections.fetch_sub(1, std::memory_order_relaxed);
+    // Closed first: whoever sees the live count drop also finds the close
+    // counted (a placing scheduler reads `closed`).
     stats_->closed.fetch_add(1, std::memory_order_seq_cst);
+    stats_->live_connections.fetch_sub(1, std::memory_order_release);
     if (resume)
         for (std::size_t i = 0; i < listeners_.size(); ++i) accept_next(i);
 }

@@ -58,8 +58,8 @@ void session::close(bool forced) {
     error_code ec;
     socket.close(ec);
     timer.cancel();
-    worker.ctx->stats->live_connections.fetch_sub(1, std::memory_order_relaxed);
     worker.ctx->stats->closed.fetch_add(1, std::memory_order_seq_cst);
+    worker.ctx->stats->live_connections.fetch_sub(1, std::memory_order_release);
     worker.sessions.erase(shared_from_this());
 }
 
