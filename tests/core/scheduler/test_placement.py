@@ -142,3 +142,31 @@ def test_no_scheduler_plugin_found_is_a_config_error(tmp_path):
     assert r.returncode == 2
     assert "scheduler.type: no scheduler plugin 'reactors'" in r.stderr
     assert "scheduler plugins found: none" in r.stderr or "no scheduler plugins found" in r.stderr, r.stderr
+
+
+# Not with reuseport: the kernel queues a connection on one reactor's socket,
+# which waits for that reactor to have room whichever closes one.
+@pytest.mark.parametrize("scheduler", [["--set", "scheduler.listener=shared"], ["--scheduler", "balanced"]],
+                         ids=["reactors-shared", "balanced"])
+def test_accepting_pauses_at_the_connection_limit_and_resumes_below_it(m0_server, scheduler):
+    server = m0_server(CONFIG, *scheduler, "--set", "http.max_connections_per_reactor=2", threads=2)
+    request = b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"
+    held = []
+    for _ in range(4):  # two per reactor: every reactor is full
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=m0test.scaled(10))
+        s.sendall(request)
+        assert m0test.ResponseReader(s).read().body == b"Hello, World!"
+        held.append(s)
+    waiting = socket.create_connection(("127.0.0.1", server.port), timeout=m0test.scaled(10))
+    waiting.sendall(request)
+    # Left in the kernel's backlog: no reactor takes it while all are full.
+    waiting.settimeout(1.0)
+    with pytest.raises(socket.timeout):
+        waiting.recv(1)
+    # A close makes room; the waiting connection is taken and answered.
+    held.pop(0).close()
+    waiting.settimeout(m0test.scaled(10))
+    assert m0test.ResponseReader(waiting, timeout=10).read().body == b"Hello, World!"
+    for s in held + [waiting]:
+        s.close()
+    assert server.stop() == 0
