@@ -39,15 +39,6 @@ def database(request, tmp_path):
     return pg.env(), pg
 
 
-def cookies_of(resp):
-    jar = {}
-    for k, v in resp.headers:
-        if k.lower() == "set-cookie":
-            name, _, rest = v.partition("=")
-            jar[name.strip()] = rest.split(";", 1)[0]
-    return jar
-
-
 def test_the_shop_page_its_session_and_form(m0_server, database):
     env, _ = database
     server = m0_server(CONFIG, env=dict(env, VIRTUAL_ENV=TEST_VENV))
@@ -55,21 +46,20 @@ def test_the_shop_page_its_session_and_form(m0_server, database):
     assert r.status == 200, server.output()
     assert b"200 products, 53.70 on average. Visit 1; 0 in your basket." in r.body, r.body
     assert b"<li>Books (25)</li>" in r.body and b"Toys item 200" in r.body
-    jar = cookies_of(r)
+    jar = m0test.cookies_of(r)
     assert "sessionid" in jar and "csrftoken" in jar, r.headers
     # The session comes back in its signed cookie.
-    cookie = "; ".join(f"{k}={v}" for k, v in jar.items())
-    r = m0test.request(server.port, path="/shop/", headers={"Cookie": cookie})
+    r = m0test.request(server.port, path="/shop/", headers={"Cookie": m0test.cookie_header(jar)})
     assert b"Visit 2;" in r.body
-    jar.update(cookies_of(r))
+    jar.update(m0test.cookies_of(r))
     token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', r.body).group(1).decode()
     form = {"Content-Type": "application/x-www-form-urlencoded", "Referer": "http://127.0.0.1/shop/",
-            "Cookie": "; ".join(f"{k}={v}" for k, v in jar.items())}
+            "Cookie": m0test.cookie_header(jar)}
     r = m0test.request(server.port, method="POST", path="/shop/", headers=form,
                        body=f"csrfmiddlewaretoken={token}&product=7".encode())
     assert r.status == 302 and r.header("Location") == "/shop/", (r.status, r.body)
-    jar.update(cookies_of(r))
-    r = m0test.request(server.port, path="/shop/", headers={"Cookie": "; ".join(f"{k}={v}" for k, v in jar.items())})
+    jar.update(m0test.cookies_of(r))
+    r = m0test.request(server.port, path="/shop/", headers={"Cookie": m0test.cookie_header(jar)})
     assert b"1 in your basket." in r.body
     # Without the token: refused by Django's CSRF check.
     r = m0test.request(server.port, method="POST", path="/shop/", headers=form, body=b"product=7")
