@@ -299,6 +299,13 @@ def measure(peer, url, connections, duration, wrk_threads, script=None, thread_p
     return r
 
 
+def median_of(values):
+    """The median of the values that are numbers (not None, not NaN); NaN
+    when there are none."""
+    got = [v for v in values if v is not None and v == v]
+    return statistics.median(got) if got else float("nan")
+
+
 def alternate(names, cases, rounds, run):
     """{(case, name): [result of each round]}, run(case, name) giving one
     result. For each case, `rounds` passes over every arm, the first arm
