@@ -8,6 +8,7 @@ stopped by process group, never by name.
 import os
 import re
 import resource
+import shlex
 import shutil
 import signal
 import socket
@@ -206,9 +207,10 @@ class Peer:
             pass
 
 
-def group_stats(pgid):
-    """The /proc/<pid>/stat fields after the command name (state first) of
-    every live process of a process group (a peer's master and its workers)."""
+def group_processes(pgid):
+    """(pid, the /proc/<pid>/stat fields after the command name, state
+    first) of every live process of a process group (a peer's master and
+    its workers)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -219,7 +221,21 @@ def group_stats(pgid):
             continue
         # state(0) ppid(1) pgrp(2) ... utime(11) stime(12) ... rss(21)
         if int(fields[2]) == pgid:
-            yield fields
+            yield int(entry), fields
+
+
+def group_stats(pgid):
+    """The stat fields of every live process of a process group."""
+    return (fields for _, fields in group_processes(pgid))
+
+
+def group_thread_sample(pgid):
+    """bench/thread_cpu's sample over every process of a process group (the
+    serving processes of m0 --workers N, not only the supervisor)."""
+    out = {}
+    for pid, _ in group_processes(pgid):
+        out.update(thread_cpu.sample(pid))
+    return out
 
 
 def group_cpu_seconds(pgid):
@@ -290,9 +306,9 @@ def measure(peer, url, connections, duration, wrk_threads, script=None, thread_p
     request; r.thread_us[prefix] is that of the server's threads whose name
     starts with prefix (m0 names its threads), for each of thread_prefixes."""
     run_wrk(url, connections, "1s", wrk_threads, script=script)
-    before = thread_cpu.sample(peer.proc.pid) if thread_prefixes else {}
+    before = group_thread_sample(peer.proc.pid) if thread_prefixes else {}
     r = run_wrk_measured(peer, url, connections, duration, wrk_threads, script=script)
-    after = thread_cpu.sample(peer.proc.pid) if thread_prefixes else {}
+    after = group_thread_sample(peer.proc.pid) if thread_prefixes else {}
     r.thread_us = {p: thread_cpu.us_per_request(before, after, r.requests, p) for p in thread_prefixes}
     if r.errors or r.non_2xx:
         print(f"warning: {peer.name} c={connections}: {r.errors} socket errors, {r.non_2xx} non-2xx", file=sys.stderr)
@@ -347,7 +363,7 @@ def write_results(path, bench, rows, **meta):
     import datetime
     import json
     doc = {"bench": bench, "date": datetime.date.today().isoformat(), "commit": git_commit(),
-           "command": " ".join([f"bench/{bench}"] + sys.argv[1:]), **meta, "rows": rows}
+           "command": shlex.join([f"bench/{bench}"] + sys.argv[1:]), **meta, "rows": rows}
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
