@@ -43,7 +43,8 @@ class Server:
     before m0 binds it could be taken by another test in between.
     """
 
-    def __init__(self, config, *args, threads=1, env=None, cwd=None, ready_timeout=20.0, launcher=(), pass_fds=()):
+    def __init__(self, config, *args, threads=1, env=None, cwd=None, ready_timeout=20.0, launcher=(), pass_fds=(),
+                 program=None):
         self.port = None
         self.ports = []
         self.args = list(args)
@@ -55,6 +56,9 @@ class Server:
         # a socket-activation launcher, say.
         self.launcher = list(launcher)
         self.pass_fds = tuple(pass_fds)
+        # The m0 command: the source build's binary, or another one (the
+        # wheel's `m0` or `python -m m0` in a venv).
+        self.program = list(program or [M0_BINARY])
         self.proc = None
         self.signalled = []
         self._tmp = None
@@ -68,7 +72,7 @@ class Server:
         self.log_path = tempfile.NamedTemporaryFile(suffix=".log", delete=False).name
 
     def command(self):
-        cmd = self.launcher + [M0_BINARY]
+        cmd = self.launcher + self.program
         if self.config_path:
             cmd += ["--config", self.config_path]
         cmd += ["--listen", "127.0.0.1:0"]
@@ -286,9 +290,10 @@ def thread_affinities(pid):
     return affinities
 
 
-def run_m0(*args, timeout=30, env=None, cwd=None):
-    """Runs m0 to completion (e.g. --check, plugins); returns CompletedProcess."""
-    return subprocess.run([M0_BINARY, *args], capture_output=True, text=True, timeout=scaled(timeout),
+def run_m0(*args, timeout=30, env=None, cwd=None, program=None):
+    """Runs m0 (`program`, a command: the source build's binary by default)
+    to completion (e.g. --check, plugins); returns CompletedProcess."""
+    return subprocess.run([*(program or [M0_BINARY]), *args], capture_output=True, text=True, timeout=scaled(timeout),
                           env=dict(os.environ, **(env or {})), cwd=cwd or SOURCE_DIR)
 
 

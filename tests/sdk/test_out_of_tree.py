@@ -1,6 +1,7 @@
 """The installable SDK: `cmake --install` gives a prefix from which
-examples/hello-plugin builds out of tree with find_package(m0); m0 then
-lists the plugin, loads it and serves with it."""
+examples/hello-plugin (a frontend) and examples/single-reactor-scheduler (a
+scheduler) build out of tree with find_package(m0); m0 then lists the
+plugins, loads them and serves with them."""
 import glob
 import os
 import re
@@ -15,6 +16,7 @@ import m0test  # noqa: E402
 
 CMAKE = os.environ.get("M0_CMAKE", "cmake")
 EXAMPLE_DIR = os.path.join(m0test.SOURCE_DIR, "examples", "hello-plugin")
+SCHEDULER_EXAMPLE_DIR = os.path.join(m0test.SOURCE_DIR, "examples", "single-reactor-scheduler")
 
 
 def run(cmd, **kwargs):
@@ -30,9 +32,14 @@ def sdk(tmp_path_factory):
     prefix = root / "prefix"
     run([CMAKE, "--install", m0test.BUILD_DIR, "--prefix", str(prefix)])
 
-    build = root / "hello-build"
-    configure = [CMAKE, "-S", EXAMPLE_DIR, "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-                 f"-DCMAKE_PREFIX_PATH={prefix}"]
+    build = build_example(EXAMPLE_DIR, root / "hello-build", prefix)
+    scheduler_build = build_example(SCHEDULER_EXAMPLE_DIR, root / "single-build", prefix)
+    return {"prefix": prefix, "build": build, "plugin": build / "m0-frontend-hello.so",
+            "scheduler_build": scheduler_build, "scheduler": scheduler_build / "m0-scheduler-single.so"}
+
+
+def build_example(source, build, prefix):
+    configure = [CMAKE, "-S", source, "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={prefix}"]
     # The same compiler as m0, or the loader refuses the build signature.
     if os.environ.get("M0_CXX_COMPILER"):
         configure.append(f"-DCMAKE_CXX_COMPILER={os.environ['M0_CXX_COMPILER']}")
@@ -42,7 +49,7 @@ def sdk(tmp_path_factory):
         configure.append(f"-DCMAKE_MAKE_PROGRAM={os.environ['M0_CMAKE_MAKE_PROGRAM']}")
     run(configure)
     run([CMAKE, "--build", str(build)])
-    return {"prefix": prefix, "build": build, "plugin": build / "m0-frontend-hello.so"}
+    return build
 
 
 def test_sdk_installs_headers_library_and_package(sdk):
@@ -108,3 +115,45 @@ def test_body_defaults_when_not_configured(sdk):
     resp = serve_and_get(sdk, "", "/")
     assert resp.status == 200
     assert resp.body == b"Hello from a plugin!\n"
+
+
+SINGLE = """
+server:
+  threads: 1
+scheduler:
+  type: single
+frontend:
+  type: http
+  routes:
+    - {path: /hello, body: "Hello, World!"}
+    - {path: /slow, body: "slow done", delay: 500ms}
+"""
+
+
+def test_the_out_of_tree_scheduler_is_listed_serves_and_drains(sdk):
+    out = m0test.run_m0("plugins", env={"M0_PLUGIN_PATH": str(sdk["scheduler_build"])})
+    lines = [line for line in out.stdout.splitlines() if str(sdk["scheduler"]) in line]
+    assert len(lines) == 1 and "single" in lines[0] and "scheduler" in lines[0], out.stdout
+    config = f"plugins:\n  path: [{sdk['scheduler_build']}]\n" + SINGLE
+    server = m0test.Server(config)
+    try:
+        server.start()
+        assert "(scheduler single)" in server.output()
+        for _ in range(10):
+            assert m0test.request(server.port, "GET", "/hello").body == b"Hello, World!"
+        # A request in flight when the drain begins is answered, then m0 exits 0.
+        with server.open_request("/slow") as s:
+            server.send_signal(signal.SIGTERM)
+            assert m0test.ResponseReader(s, timeout=10).read().body == b"slow done"
+        assert server.wait(timeout=30) == 0
+    finally:
+        m0test.finish_servers([server])
+    assert "reactor 0: accepted 11, requests 11, open at drain 1, drained 1, force-closed 0" in server.output()
+
+
+def test_the_out_of_tree_scheduler_refuses_what_it_cannot_serve(sdk, tmp_path):
+    config = tmp_path / "single.yaml"
+    config.write_text(f"plugins:\n  path: [{sdk['scheduler_build']}]\n" + SINGLE)
+    r = m0test.run_m0("--config", str(config), "--listen", "127.0.0.1:0", "--threads", "2")
+    assert r.returncode == 1
+    assert "m0: cannot start: server.threads must be 1 with scheduler 'single', got 2" in r.stderr

@@ -1,5 +1,5 @@
 #pragma once
-// What the scheduler hands a frontend on each reactor thread.
+// What the scheduler (m0/scheduler.hpp) hands a frontend on each reactor thread.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -15,9 +15,11 @@
 
 namespace m0 {
 
-// A listening socket as one reactor sees it. Hides the listener strategy
-// (a per-reactor SO_REUSEPORT socket, or one shared socket woken with
-// EPOLLEXCLUSIVE). Owned by the scheduler: a frontend never closes it.
+// Where a reactor's connections come from, one per listen address (in
+// server.listen order). Hides how the scheduler places connections (a
+// per-reactor SO_REUSEPORT socket, one shared socket, or sockets another
+// thread accepted and handed to this reactor). Owned by the scheduler: a
+// frontend never closes it.
 class listener {
 public:
     using accept_handler = std::function<void(boost::system::error_code, boost::asio::ip::tcp::socket)>;
@@ -33,6 +35,11 @@ struct reactor_stats {
     std::atomic<std::uint64_t> accepted{0};
     std::atomic<std::uint64_t> requests{0};          // responses completed
     std::atomic<std::uint64_t> live_connections{0};
+    // Connections accepted and closed since the reactor started (a slot of
+    // the metrics table keeps counting across the processes that use it).
+    // Incremented sequentially consistent: a scheduler that places
+    // connections reads it to know a reactor's load (scheduler-balanced).
+    std::atomic<std::uint64_t> closed{0};
     std::atomic<std::uint64_t> in_flight{0};         // requests read, response not finished
     std::atomic<std::uint64_t> force_closed{0};      // connections closed at a drain deadline
     // Jobs of this reactor's executor lanes not completed yet (queued or

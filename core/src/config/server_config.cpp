@@ -101,7 +101,12 @@ void parse_server(const config_node& server, server_config& out, config_errors& 
         out.threads = static_cast<unsigned>(
             server.integer("threads", default_threads(workers_ok ? out.workers : 1), 1, max_threads));
     });
-    errors.check([&] { out.listener = server.one_of("listener", "reuseport", {"reuseport", "shared"}); });
+    // The older spelling of scheduler.listener, read by the scheduler plugin;
+    // checked here so that its errors point at it, and not printed by
+    // --check unless given (scheduler.listener is).
+    errors.check([&] {
+        if (server.has("listener")) out.listener = server.one_of("listener", "reuseport", {"reuseport", "shared"});
+    });
     errors.check([&] { out.pin_cores = server.boolean("pin_cores", true); });
     errors.check([&] { out.drain_timeout = millis(server.duration("drain_timeout", std::chrono::seconds(30))); });
     const bool requests_ok = errors.check([&] {
@@ -128,6 +133,15 @@ void parse_server(const config_node& server, server_config& out, config_errors& 
             out.pid_file = (base / *file).lexically_normal().string();
         }
     });
+}
+
+// Only `type` is the core's; the chosen scheduler's plugin checks the rest.
+void parse_scheduler(const config_node& scheduler, server_config& out) {
+    if (scheduler.present() && !scheduler.is_map())
+        scheduler.fail("", "expected a map with the scheduler's 'type' and settings, e.g. '{type: balanced}'");
+    out.scheduler_type = scheduler.string("type", "reactors");
+    if (out.scheduler_type.empty())
+        scheduler.fail("type", "expected the scheduler plugin to run the reactors with (e.g. 'reactors' or 'balanced')");
 }
 
 void parse_plugins(const config_node& plugins, server_config& out) {
@@ -353,6 +367,7 @@ server_config parse_server_config(const config_node& root, config_errors& errors
     // other (mounts name executors), so within that group the first error stops.
     parse_server(root.child("server"), out, errors);
     errors.check([&] { parse_plugins(root.child("plugins"), out); });
+    errors.check([&] { parse_scheduler(root.child("scheduler"), out); });
     out.frontend_group_valid = errors.check([&] {
         parse_frontend(root, out);
         parse_executor(root.child("executor"), out);

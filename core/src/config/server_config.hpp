@@ -44,7 +44,7 @@ struct server_config {
     std::vector<listen_address> listen;     // server.listen: list (or one string) of "host:port", "[v6]:port"; default ["127.0.0.1:8000"]; host must be an IP literal or "localhost"
     unsigned workers = 1;                   // server.workers: 1..256 serving processes (prefork when > 1)
     unsigned threads = 0;                   // server.threads: 1..256, default CPUs / server.workers (at least 1)
-    std::string listener = "reuseport";     // server.listener: reuseport | shared (supervisor-held with workers > 1)
+    std::string listener = "reuseport";     // server.listener: the older spelling of scheduler.listener (its plugin reads both)
     bool pin_cores = true;                  // server.pin_cores
     std::chrono::milliseconds drain_timeout{30000};  // server.drain_timeout
     http::trusted_networks forwarded_allow_ips;      // server.forwarded_allow_ips: CIDRs or "*"; default loopback
@@ -52,6 +52,7 @@ struct server_config {
     std::uint64_t max_requests_jitter = 0;  // server.max_requests_jitter: each process adds random 0..jitter
     std::uint64_t max_rss = 0;              // server.max_rss: size; a serving process above it is replaced (0: never)
     std::string pid_file;                   // server.pid_file: path (relative to the config's dir); empty: none
+    std::string scheduler_type = "reactors";  // scheduler.type: the scheduler plugin (its keys: its README)
     std::vector<std::string> plugin_paths;  // plugins.path: extra search dirs, relative to the config file's dir
     std::string frontend_type;              // frontend.type (required when a frontend section exists; default "http")
     std::string executor_type;              // executor.type; empty = the frontend's default
@@ -78,7 +79,7 @@ struct server_config {
 // (config_document::unread_sections).
 inline const std::vector<std::string> core_sections = {"server",    "plugins", "frontend", "executor",
                                                        "executors", "mounts",  "http",     "log",
-                                                       "metrics"};
+                                                       "metrics",   "scheduler"};
 
 // Validates the core's own sections; other top-level keys are module sections.
 // `frontend` and `executor` hold plugin keys too: only `type` is read here

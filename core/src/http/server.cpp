@@ -136,6 +136,7 @@ void server::session_closed(session& s, bool resume) {
     if (!s.is_linked()) return;
     sessions_.erase(sessions_.iterator_to(s));
     stats_->live_connections.fetch_sub(1, std::memory_order_relaxed);
+    stats_->closed.fetch_add(1, std::memory_order_seq_cst);
     if (resume)
         for (std::size_t i = 0; i < listeners_.size(); ++i) accept_next(i);
 }
@@ -155,7 +156,10 @@ void server::drain() {
 
 void server::force_close() {
     draining_ = true;
-    for (auto& slot : listeners_) slot.burst.clear();
+    for (auto& slot : listeners_) {
+        stats_->closed.fetch_add(slot.burst.size(), std::memory_order_seq_cst);
+        slot.burst.clear();
+    }
     while (!sessions_.empty()) sessions_.front().force_close();
 }
 

@@ -32,22 +32,23 @@ coro = inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(getattr(t
 print("asgi" if coro else "wsgi")
 )PY";
 
-std::string python_executable(const std::string& given_venv) {
+std::string python_executable(const std::string& given_venv, const std::string& fallback) {
     const char* venv = given_venv.empty() ? std::getenv("VIRTUAL_ENV") : given_venv.c_str();
     if (venv && *venv) {
         std::filesystem::path p = std::filesystem::path(venv) / "bin" / "python";
         std::error_code ec;
         if (std::filesystem::exists(p, ec)) return p.string();
     }
-    return M0_PROBE_PYTHON;
+    return fallback.empty() ? std::string(M0_PROBE_PYTHON) : fallback;
 }
 
 }  // namespace
 
-std::string probe_interface(const std::string& spec, const std::string& venv, const std::string& dir) {
+std::string probe_interface(const std::string& spec, const std::string& venv, const std::string& dir,
+                            const std::string& python) {
     int out[2];
     if (::pipe(out) != 0) return "wsgi";
-    const std::string exe = python_executable(venv);
+    const std::string exe = python_executable(venv, python);
     const pid_t pid = ::fork();
     if (pid < 0) {
         ::close(out[0]);

@@ -1,4 +1,6 @@
-// The m0 command line: serve, check, list plugins.
+// The m0 command line: serve, check, list plugins. Shared by the `m0`
+// binary (binary_main.cpp) and the hosted entry point of the wheel (the m0
+// Python package), which differ only in what cli_host says.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -9,6 +11,7 @@
 #include <m0/log.hpp>
 #include <m0/version.hpp>
 
+#include "main/cli.hpp"
 #include "main/interface_probe.hpp"
 #include "server/server_runner.hpp"
 
@@ -31,8 +34,8 @@ constexpr const char* usage_head =
 constexpr const char* usage_tail =
     "\n"
     "Every YAML key can be overridden: --set server.threads=4, --set 'server.listen=[\"[::1]:8080\"]'.\n"
-    "Shortcuts are applied before --set, in this order: --app, --listen, --threads, --workers, --venv,\n"
-    "--chdir, --log-level, --access-log.\n"
+    "Shortcuts are applied before --set, in this order: --app, --listen, --threads, --workers, --scheduler,\n"
+    "--venv, --chdir, --log-level, --access-log.\n"
     "Exit codes: 0 success, 1 start-up failure (e.g. address in use), 2 configuration or plugin error.\n"
     "Signals: SIGTERM drains (server.drain_timeout), SIGINT drains briefly, a second signal stops at once.\n"
     "With server.workers > 1 a supervisor forwards them to every process; SIGQUIT to it stops at once;\n"
@@ -50,7 +53,9 @@ std::string quoted_yaml(const std::string& s) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace m0 {
+
+int run_cli(int argc, char** argv, const cli_host& host) {
     po::options_description opts(usage_head);
     opts.add_options()
         ("help,h", "show this help")
@@ -60,6 +65,7 @@ int main(int argc, char** argv) {
         ("listen,l", po::value<std::vector<std::string>>()->composing(), "HOST:PORT to listen on (repeatable; replaces server.listen)")
         ("threads,t", po::value<unsigned>(), "reactor threads per process, 1..256 (server.threads)")
         ("workers,w", po::value<unsigned>(), "serving processes under a supervisor, 1..256 (server.workers)")
+        ("scheduler", po::value<std::string>(), "scheduler plugin: reactors or balanced (scheduler.type)")
         ("app", po::value<std::string>(), "serve a Python callable (frontend.type=wsgi|asgi, frontend.app=...)")
         ("venv", po::value<std::string>(), "the Python virtual environment to import from (python.venv)")
         ("chdir", po::value<std::string>(), "directory the app is imported from, put first on sys.path (frontend.chdir)")
@@ -86,11 +92,12 @@ int main(int argc, char** argv) {
     }
 
     if (vm.count("help")) {
-        std::cout << opts << usage_tail;
+        std::cout << opts << usage_tail << host.help_extra;
         return 0;
     }
     if (vm.count("version")) {
-        std::cout << "m0 " << M0_VERSION_STRING << "\nbuild signature: " << M0_BUILD_SIGNATURE << "\n";
+        std::cout << "m0 " << M0_VERSION_STRING << "\nbuild signature: " << M0_BUILD_SIGNATURE << "\npython: "
+                  << host.python_mode << "\n";
         return 0;
     }
 
@@ -106,7 +113,8 @@ int main(int argc, char** argv) {
         if (interface == "auto") {
             // Decided here, before any plugin loads: the frontend is chosen by type.
             interface = m0::probe_interface(app, vm.count("venv") ? vm["venv"].as<std::string>() : "",
-                                            vm.count("chdir") ? vm["chdir"].as<std::string>() : "");
+                                            vm.count("chdir") ? vm["chdir"].as<std::string>() : "",
+                                            host.python_executable);
             m0::log::info("--app " + app + ": serving it as " + interface + " (--interface auto)");
         }
         options.sets.push_back("frontend.type=" + interface);
@@ -124,6 +132,8 @@ int main(int argc, char** argv) {
     }
     if (vm.count("threads")) options.sets.push_back("server.threads=" + std::to_string(vm["threads"].as<unsigned>()));
     if (vm.count("workers")) options.sets.push_back("server.workers=" + std::to_string(vm["workers"].as<unsigned>()));
+    if (vm.count("scheduler"))
+        options.sets.push_back("scheduler.type=" + quoted_yaml(vm["scheduler"].as<std::string>()));
     if (vm.count("venv")) options.sets.push_back("python.venv=" + quoted_yaml(vm["venv"].as<std::string>()));
     if (vm.count("chdir")) options.sets.push_back("frontend.chdir=" + quoted_yaml(vm["chdir"].as<std::string>()));
     if (vm.count("log-level")) options.sets.push_back("log.level=" + quoted_yaml(vm["log-level"].as<std::string>()));
@@ -135,7 +145,9 @@ int main(int argc, char** argv) {
     if (vm.count("set"))
         for (const auto& s : vm["set"].as<std::vector<std::string>>()) options.sets.push_back(s);
     options.check_only = vm.count("check") > 0;
-    options.command_line.assign(argv, argv + argc);
+    options.command_line = host.command_prefix;
+    if (options.command_line.empty()) options.command_line.push_back(argv[0]);
+    options.command_line.insert(options.command_line.end(), argv + 1, argv + argc);
 
     std::vector<std::string> commands;
     if (vm.count("command")) commands = vm["command"].as<std::vector<std::string>>();
@@ -159,3 +171,5 @@ int main(int argc, char** argv) {
     }
     return m0::run_server(options);
 }
+
+}  // namespace m0

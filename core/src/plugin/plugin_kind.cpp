@@ -8,6 +8,7 @@ M0_API const char* to_string(plugin_kind kind) noexcept {
         case plugin_kind::frontend: return "frontend";
         case plugin_kind::executor: return "executor";
         case plugin_kind::module: return "module";
+        case plugin_kind::scheduler: return "scheduler";
     }
     return "unknown";
 }

@@ -21,14 +21,16 @@ constexpr std::string_view file_prefix = "m0-";
 constexpr std::string_view file_suffix = ".so";
 
 // Bytes a descriptor must have for the fields its ABI minor promises. Minor 0
-// ends with make_executor, minor 1 with make_module; a later minor that
-// appends fields adds a case.
+// ends with make_executor, minor 1 with make_module, minor 2 with
+// make_scheduler; a later minor that appends fields adds a case.
 std::size_t required_size(std::uint16_t abi_minor) {
     if (abi_minor == 0) return offsetof(plugin_descriptor, make_executor) + sizeof(plugin_descriptor::make_executor);
-    return offsetof(plugin_descriptor, make_module) + sizeof(plugin_descriptor::make_module);
+    if (abi_minor == 1) return offsetof(plugin_descriptor, make_module) + sizeof(plugin_descriptor::make_module);
+    return offsetof(plugin_descriptor, make_scheduler) + sizeof(plugin_descriptor::make_scheduler);
 }
 
-constexpr plugin_kind all_kinds[] = {plugin_kind::frontend, plugin_kind::executor, plugin_kind::module};
+constexpr plugin_kind all_kinds[] = {plugin_kind::frontend, plugin_kind::executor, plugin_kind::module,
+                                     plugin_kind::scheduler};
 
 [[noreturn]] void refuse(const std::string& path, std::string_view field, const std::string& expected,
                          const std::string& found, std::string_view hint) {
@@ -54,7 +56,9 @@ std::string quoted(std::string_view s) {
 std::string quoted(const char* s) { return s ? quoted(std::string_view(s)) : "null"; }
 
 std::string kind_text(plugin_kind k) {
-    if (k == plugin_kind::frontend || k == plugin_kind::executor || k == plugin_kind::module) return to_string(k);
+    if (k == plugin_kind::frontend || k == plugin_kind::executor || k == plugin_kind::module ||
+        k == plugin_kind::scheduler)
+        return to_string(k);
     return std::to_string(static_cast<std::uint32_t>(k));
 }
 
@@ -94,8 +98,14 @@ void validate(const std::string& path, const plugin_descriptor& d) {
                 refuse(path, "abi_minor", "at least 1 for a module plugin", std::to_string(d.abi_minor), "");
             if (!d.make_module) refuse(path, "make_module", "a factory", "null", "module plugin");
             break;
+        case plugin_kind::scheduler:
+            // Descriptors before minor 2 have no make_scheduler field to read.
+            if (d.abi_minor < 2)
+                refuse(path, "abi_minor", "at least 2 for a scheduler plugin", std::to_string(d.abi_minor), "");
+            if (!d.make_scheduler) refuse(path, "make_scheduler", "a factory", "null", "scheduler plugin");
+            break;
         default:
-            refuse(path, "kind", "frontend, executor or module", kind_text(d.kind), "");
+            refuse(path, "kind", "frontend, executor, module or scheduler", kind_text(d.kind), "");
     }
 }
 
@@ -160,9 +170,19 @@ std::vector<std::string> plugin_loader::default_search_dirs(const std::vector<st
             rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
         }
     }
+    // Next to libm0core (lib/m0/plugins beside lib/libm0core.so): where a
+    // wheel keeps them, since there the running executable is a Python.
+    Dl_info self{};
+    if (dladdr(reinterpret_cast<void*>(&plugin_loader::default_search_dirs), &self) && self.dli_fname) {
+        fs::path lib = fs::path(absolute_path(self.dli_fname));
+        dirs.push_back((lib.parent_path() / "m0" / "plugins").lexically_normal().string());
+    }
     std::error_code ec;
     fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) dirs.push_back((exe.parent_path() / ".." / "lib" / "m0" / "plugins").lexically_normal().string());
+    if (!ec) {
+        std::string beside_exe = (exe.parent_path() / ".." / "lib" / "m0" / "plugins").lexically_normal().string();
+        if (std::find(dirs.begin(), dirs.end(), beside_exe) == dirs.end()) dirs.push_back(std::move(beside_exe));
+    }
     return dirs;
 }
 

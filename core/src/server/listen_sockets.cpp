@@ -10,7 +10,7 @@
 
 #include <m0/log.hpp>
 
-#include "scheduler/listen_socket.hpp"
+#include <m0/listen_socket.hpp>
 
 namespace m0 {
 namespace {
@@ -38,9 +38,9 @@ void close_all(std::vector<int>& fds) noexcept {
 
 }  // namespace
 
-listen_sockets::listen_sockets(std::vector<tcp::endpoint>& addresses, listener_strategy strategy, unsigned slots,
-                               unsigned reactors, int backlog, std::vector<inherited_socket> inherited)
-    : addresses_(addresses), strategy_(strategy), reactors_(reactors), backlog_(backlog),
+listen_sockets::listen_sockets(std::vector<tcp::endpoint>& addresses, const socket_layout& layout, unsigned slots,
+                               int backlog, std::vector<inherited_socket> inherited)
+    : addresses_(addresses), strategy_(layout.strategy), reactors_(layout.reuseport_sockets), backlog_(backlog),
       shared_(addresses.size(), -1) {
     const bool activated = std::any_of(inherited.begin(), inherited.end(), [](const inherited_socket& s) {
         return s.name.rfind("m0-", 0) != 0;
@@ -55,7 +55,7 @@ listen_sockets::listen_sockets(std::vector<tcp::endpoint>& addresses, listener_s
         return s.name == shared_prefix;
     });
     if (shared && strategy_ != listener_strategy::shared) {
-        log::warning("server.listener: reuseport takes a restart, not a reload: serving on the shared listeners");
+        log::warning("scheduler.listener: reuseport takes a restart, not a reload: serving on the shared listeners");
         strategy_ = listener_strategy::shared;
     }
     try {

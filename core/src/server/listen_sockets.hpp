@@ -5,9 +5,10 @@
 // serving process that stops (a reload, a replacement) leaves the
 // connections queued on them to the processes that still accept.
 //  * shared: one socket per address, passed to every serving process.
-//  * reuseport: per process slot, one SO_REUSEPORT socket per reactor and
-//    address, passed to whichever process serves that slot (its replacement
-//    takes over the same sockets and their queues).
+//  * reuseport: per process slot, as many SO_REUSEPORT sockets per address
+//    as the scheduler's socket_layout asks (one per reactor for `reactors`,
+//    one for `balanced`), passed to whichever process serves that slot (its
+//    replacement takes over the same sockets and their queues).
 #include <map>
 #include <utility>
 #include <vector>
@@ -16,7 +17,7 @@
 
 #include <m0/api.hpp>
 
-#include "scheduler/scheduler.hpp"
+#include <m0/scheduler.hpp>
 #include "server/socket_activation.hpp"
 
 namespace m0 {
@@ -30,8 +31,8 @@ public:
     // not made by m0) make the strategy `shared`. A port 0 in `addresses` is
     // replaced by the bound port. Throws std::system_error naming an address
     // that cannot be bound or that another program listens on.
-    listen_sockets(std::vector<boost::asio::ip::tcp::endpoint>& addresses, listener_strategy strategy,
-                   unsigned slots, unsigned reactors, int backlog, std::vector<inherited_socket> inherited);
+    listen_sockets(std::vector<boost::asio::ip::tcp::endpoint>& addresses, const socket_layout& layout,
+                   unsigned slots, int backlog, std::vector<inherited_socket> inherited);
     ~listen_sockets();
     listen_sockets(const listen_sockets&) = delete;
     listen_sockets& operator=(const listen_sockets&) = delete;
@@ -50,10 +51,10 @@ public:
 private:
     std::vector<boost::asio::ip::tcp::endpoint>& addresses_;
     listener_strategy strategy_;
-    unsigned reactors_;
+    unsigned reactors_;  // reuseport sockets per slot and address
     int backlog_;
     std::vector<int> shared_;                                     // per address
-    std::map<unsigned, std::vector<std::vector<int>>> slots_;     // slot → reactor → address
+    std::map<unsigned, std::vector<std::vector<int>>> slots_;     // slot → socket → address
 };
 
 }  // namespace m0

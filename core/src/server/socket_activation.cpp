@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "scheduler/listen_socket.hpp"
+#include <m0/listen_socket.hpp>
 
 namespace m0 {
 namespace {

@@ -14,7 +14,7 @@
 
 #include <m0/log.hpp>
 
-#include "scheduler/listen_socket.hpp"
+#include <m0/listen_socket.hpp>
 #include "telemetry/metrics_table.hpp"
 #include "telemetry/signal_free_thread.hpp"
 #include "telemetry/status_page.hpp"

@@ -98,6 +98,9 @@ struct metrics_table::totals {
     struct process {
         int pid = 0;  // 0: not running
         std::uint64_t requests = 0;
+        // Per reactor: connections open now (0 once the process is gone) and
+        // accepted, so that operators see how the scheduler placed them.
+        std::vector<std::uint64_t> reactor_open, reactor_accepted;
     };
     std::vector<process> processes;
     struct per_mount {
@@ -241,6 +244,8 @@ metrics_table::totals metrics_table::sum() const {
         for (unsigned r = 0; r < reactors_; ++r) {
             auto& s = slot(p, r);
             proc.requests += load(s.stats.requests);
+            proc.reactor_open.push_back(alive ? load(s.stats.live_connections) : 0);
+            proc.reactor_accepted.push_back(load(s.stats.accepted));
             if (alive) {
                 t.open += load(s.stats.live_connections);
                 t.in_flight += load(s.stats.in_flight);
@@ -349,9 +354,31 @@ std::string metrics_table::prometheus() const {
            "Requests whose malformed forwarding headers from a trusted proxy were ignored.", t.forwarded_ignored);
     single("m0_worker_processes", "gauge", "Serving processes running now.", t.processes_alive);
     single("m0_reactor_threads", "gauge", "Reactor threads per serving process.", reactors_);
+    prometheus_reactors(t, out);
     prometheus_executors(t, out);
     prometheus_plugins(t, out);
     return out;
+}
+
+// Per serving process and reactor: where the scheduler placed connections.
+void metrics_table::prometheus_reactors(const totals& t, std::string& out) const {
+    auto family = [&](std::string_view name, std::string_view type, std::string_view help, bool open) {
+        out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+        out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+        for (std::size_t p = 0; p < t.processes.size(); ++p) {
+            const auto& proc = t.processes[p];
+            if (!proc.pid && (open || p >= listed_)) continue;
+            for (unsigned r = 0; r < reactors_; ++r)
+                out.append(name)
+                    .append("{process=\"" + std::to_string(p) + "\",reactor=\"" + std::to_string(r) + "\"} ")
+                    .append(std::to_string(open ? proc.reactor_open[r] : proc.reactor_accepted[r]))
+                    .append("\n");
+        }
+    };
+    family("m0_reactor_connections_open", "gauge", "Client connections open now, per serving process and reactor.",
+           true);
+    family("m0_reactor_connections_accepted_total", "counter",
+           "Client connections accepted, per serving process and reactor.", false);
 }
 
 void metrics_table::prometheus_executors(const totals& t, std::string& out) const {
@@ -460,7 +487,11 @@ std::string metrics_table::status_json() const {
         first = false;
         out += "{\"index\":" + std::to_string(p) + ",\"pid\":" +
                (t.processes[p].pid ? std::to_string(t.processes[p].pid) : std::string("null")) +
-               ",\"requests\":" + std::to_string(t.processes[p].requests) + "}";
+               ",\"requests\":" + std::to_string(t.processes[p].requests) + ",\"reactors\":[";
+        for (unsigned r = 0; r < reactors_; ++r)
+            out += std::string(r ? "," : "") + "{\"connections_open\":" + std::to_string(t.processes[p].reactor_open[r]) +
+                   ",\"connections_accepted\":" + std::to_string(t.processes[p].reactor_accepted[r]) + "}";
+        out += "]}";
     }
     out += "],\"mounts\":[";
     for (std::size_t m = 0; m < mounts_.size(); ++m) {

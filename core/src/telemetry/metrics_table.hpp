@@ -137,6 +137,7 @@ private:
     void clear_gauges(unsigned process) noexcept;
     void sum_executors(unsigned process, bool alive, totals& t) const;
     void sum_plugin_series(unsigned process, bool alive, totals& t) const;
+    void prometheus_reactors(const totals& t, std::string& out) const;
     void prometheus_executors(const totals& t, std::string& out) const;
     void prometheus_plugins(const totals& t, std::string& out) const;
     void json_executors(const totals& t, std::string& out) const;

@@ -7,6 +7,7 @@
 
 #include <m0/log.hpp>
 #include <m0/python/errors.hpp>
+#include <m0/python/interpreter.hpp>
 
 namespace m0::python {
 
@@ -39,8 +40,11 @@ std::string where_python_looked() {
     out = "Python " + version.substr(0, version.find(' ')) + " from " + base;
     out += prefix == base ? ", no virtual environment" : ", virtual environment " + prefix;
     out += "; sys.path: " + text("path", true);
-    out += "; if the package is installed in a virtual environment, name it with python.venv (--venv) or "
-           "VIRTUAL_ENV";
+    // Hosted, the interpreter is the one that runs m0: no setting changes it.
+    out += hosted() ? "; m0 runs hosted in this Python: install the package into this environment, or install "
+                      "m0 into the package's one and run that m0"
+                    : "; if the package is installed in a virtual environment, name it with python.venv (--venv) or "
+                      "VIRTUAL_ENV";
     PyErr_Clear();
     return out;
 }
@@ -116,7 +120,9 @@ py_ref import_callable(std::string_view spec) {
         obj = std::move(made);
     }
     if (!PyCallable_Check(obj.get())) {
-        py_ref type_name(PyType_GetName(Py_TYPE(obj.get())));
+        // type.__name__, not PyType_GetName: that is 3.11+, and the wheels start at 3.10.
+        py_ref type_name(PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(obj.get())), "__name__"));
+        if (!type_name) PyErr_Clear();
         const char* tn = type_name ? PyUnicode_AsUTF8(type_name.get()) : "?";
         throw std::runtime_error("cannot load application '" + std::string(spec) + "': '" +
                                  std::string(attr) + (is_call ? "()" : "") +

@@ -26,6 +26,7 @@ namespace {
 
 std::mutex start_mutex;
 bool is_started = false;
+bool is_hosted = false;
 std::string started_venv;
 thread_local PyThreadState* thread_state = nullptr;
 
@@ -74,6 +75,23 @@ void initialize(const interpreter_settings& s) {
                  "executable");
     check_status(Py_InitializeFromConfig(&config), config, "cannot start the interpreter");
     PyConfig_Clear(&config);
+}
+
+// Hosted: python.venv (or $VIRTUAL_ENV) cannot switch the running
+// interpreter to another venv; say so when it names one that is not running.
+void warn_if_not_running_venv(const std::string& venv) {
+    if (venv.empty()) return;
+    gil_scope gil;
+    PyObject* prefix = PySys_GetObject("prefix");  // borrowed
+    const char* text = prefix && PyUnicode_Check(prefix) ? PyUnicode_AsUTF8(prefix) : nullptr;
+    if (!text) {
+        PyErr_Clear();
+        return;
+    }
+    std::error_code ec;
+    if (fs::equivalent(fs::path(venv), fs::path(text), ec)) return;
+    log::warning("python: m0 runs hosted in the Python of '" + std::string(text) + "'; ignoring venv '" + venv +
+                 "' (install m0 into that venv and run its m0)");
 }
 
 // Prepends the entries not yet on sys.path, keeping their order. GIL held.
@@ -144,7 +162,15 @@ void start(const interpreter_settings& s) {
     if (!s.venv.empty() && !fs::exists(fs::path(s.venv) / "pyvenv.cfg"))
         throw std::runtime_error("python venv '" + s.venv + "' is not a virtual environment (no pyvenv.cfg)");
     bool first = !is_started;
-    if (first) {
+    if (first && Py_IsInitialized()) {
+        // Hosted (the wheel): the user's Python runs, and its venv is the
+        // venv; the extension that called m0 released the GIL. Nothing to
+        // start: every later use of Python takes the GIL as below.
+        is_hosted = true;
+        is_started = true;
+        started_venv = s.venv;
+        warn_if_not_running_venv(s.venv);
+    } else if (first) {
         initialize(s);
         is_started = true;
         started_venv = s.venv;
@@ -165,6 +191,11 @@ void start(const interpreter_settings& s) {
 bool started() noexcept {
     std::lock_guard lock(start_mutex);
     return is_started;
+}
+
+bool hosted() noexcept {
+    std::lock_guard lock(start_mutex);
+    return is_hosted;
 }
 
 void attach_thread() {

@@ -86,7 +86,12 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "m0", "m0's runtime: publish to
 bool install_m0_module(realtime::hub* hub) {
     the_hub.store(hub, std::memory_order_release);
     PyObject* modules = PyImport_GetModuleDict();
-    if (PyDict_GetItemString(modules, "m0")) return true;
+    if (PyObject* existing = PyDict_GetItemString(modules, "m0")) {  // borrowed
+        // Hosted: `m0` is the wheel's package, which runs m0; it gains
+        // publish() (once), so that applications import the same module.
+        if (!PyModule_Check(existing) || PyObject_HasAttrString(existing, "publish")) return true;
+        return PyModule_AddFunctions(existing, methods) == 0;
+    }
     PyObject* m = PyModule_Create(&module_def);
     if (!m) return false;
     int rc = PyDict_SetItemString(modules, "m0", m);

@@ -53,7 +53,7 @@ BOOST_AUTO_TEST_CASE(effective_yaml_lists_the_defaults) {
     const auto doc = config_document::load("");
     parse_server_config(doc.root());
     const auto yaml = doc.effective_yaml();
-    for (const auto* line : {"listen:\n    - 127.0.0.1:8000", "workers: 1", "listener: reuseport", "pin_cores: true",
+    for (const auto* line : {"listen:\n    - 127.0.0.1:8000", "workers: 1", "scheduler:\n  type: reactors", "pin_cores: true",
                              "drain_timeout: 30s", "type: http", "max_body_size: 1g", "max_header_size: 8k",
                              "keepalive_timeout: 75s", "max_requests_per_connection: 0", "level: info"})
         BOOST_TEST(yaml.find(line) != std::string::npos, "missing '" << line << "' in\n" << yaml);
@@ -214,6 +214,15 @@ BOOST_AUTO_TEST_CASE(default_threads_share_the_cpus_among_the_workers) {
     const auto doc = config_document::from_string("server: {workers: 256}", "inline.yaml");
     (void)parse_server_config(doc.root());
     BOOST_TEST(doc.effective_yaml().find("threads: 1\n") != std::string::npos, doc.effective_yaml());
+}
+
+BOOST_AUTO_TEST_CASE(the_scheduler_type_defaults_to_reactors_and_must_name_a_plugin) {
+    BOOST_TEST(parse_text("").scheduler_type == "reactors");
+    BOOST_TEST(parse_text("scheduler: {type: balanced}").scheduler_type == "balanced");
+    const auto not_a_map = error_of([] { parse_text("scheduler: balanced\n"); });
+    BOOST_TEST(not_a_map.find("scheduler: expected a map with the scheduler's 'type'") != std::string::npos, not_a_map);
+    const auto empty = error_of([] { parse_text("scheduler: {type: ''}\n"); });
+    BOOST_TEST(empty.find("scheduler.type: expected the scheduler plugin") != std::string::npos, empty);
 }
 
 BOOST_AUTO_TEST_CASE(a_shared_listener_serves_any_number_of_worker_processes) {

@@ -7,6 +7,7 @@
 #include <m0/frontend.hpp>
 #include <m0/module.hpp>
 #include <m0/plugin.hpp>
+#include <m0/scheduler.hpp>
 
 #ifndef TEST_MAGIC
 #define TEST_MAGIC ::m0::plugin_magic
@@ -56,6 +57,14 @@ std::unique_ptr<m0::executor> make_test_executor(m0::plugin_context&) { return n
 #define TEST_FRONTEND_FACTORY nullptr
 #define TEST_EXECUTOR_FACTORY make_test_executor
 #define TEST_MODULE_FACTORY nullptr
+#elif defined(TEST_KIND_SCHEDULER)
+// Only present so the descriptor is a valid scheduler one; never called.
+std::unique_ptr<m0::scheduler> make_test_scheduler(m0::plugin_context&) { return nullptr; }
+#define TEST_KIND m0::plugin_kind::scheduler
+#define TEST_FRONTEND_FACTORY nullptr
+#define TEST_EXECUTOR_FACTORY nullptr
+#define TEST_MODULE_FACTORY nullptr
+#define TEST_SCHEDULER_FACTORY make_test_scheduler
 #elif defined(TEST_KIND_MODULE)
 class test_module final : public m0::module {};
 [[maybe_unused]] std::unique_ptr<m0::module> make_test_module(m0::plugin_context&) {
@@ -75,6 +84,9 @@ class test_module final : public m0::module {};
 #define TEST_EXECUTOR_FACTORY nullptr
 #define TEST_MODULE_FACTORY nullptr
 #endif
+#ifndef TEST_SCHEDULER_FACTORY
+#define TEST_SCHEDULER_FACTORY nullptr
+#endif
 
 }  // namespace
 
@@ -91,5 +103,6 @@ extern "C" __attribute__((visibility("default"))) const m0::plugin_descriptor m0
     TEST_FRONTEND_FACTORY,
     TEST_EXECUTOR_FACTORY,
     TEST_MODULE_FACTORY,
+    TEST_SCHEDULER_FACTORY,
 };
 #endif

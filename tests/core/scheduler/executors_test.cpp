@@ -14,7 +14,7 @@
 
 #include <boost/asio/post.hpp>
 
-#include "scheduler/scheduler.hpp"
+#include "scheduler_plugins.hpp"
 
 using namespace std::chrono_literals;
 
@@ -154,16 +154,14 @@ private:
 BOOST_AUTO_TEST_CASE(a_blocked_worker_is_woken_by_every_completion) {
     auto executor = m0::make_inline_executor();
     chain_frontend frontend(500);
-    m0::scheduler_options options;
-    options.workers = 1;
+    auto options = m0::test::loopback_options(1);
     options.pin_cores = false;
-    options.addresses.emplace_back(boost::asio::ip::make_address("127.0.0.1"), 0);
     auto done = frontend.all_done.get_future();
-    m0::scheduler s(frontend, std::vector<m0::executor*>{executor.get()}, options);
-    s.start();
+    auto s = m0::test::make_reactors(m0::test::scheduler_yaml("reactors"), frontend, {executor.get()}, options);
+    s->start();
     // A lost wake leaves the worker blocked with a completion waiting.
     BOOST_TEST((done.wait_for(60s) == std::future_status::ready));
-    const auto reports = s.drain(10s);
+    const auto reports = s->drain(10s);
     BOOST_TEST(!reports.at(0).timed_out);
 }
 
@@ -171,17 +169,16 @@ BOOST_AUTO_TEST_CASE(every_executor_has_a_lane_and_the_drain_waits_for_each) {
     auto first = m0::make_inline_executor();
     auto second = m0::make_inline_executor();
     probe_frontend frontend;
-    m0::scheduler_options options;
-    options.workers = 1;
+    auto options = m0::test::loopback_options(1);
     options.pin_cores = false;
-    options.addresses.emplace_back(boost::asio::ip::make_address("127.0.0.1"), 0);
     auto completed = frontend.completed_on.get_future();
     {
-        m0::scheduler s(frontend, std::vector<m0::executor*>{first.get(), second.get()}, options);
-        s.start();
+        auto s = m0::test::make_reactors(m0::test::scheduler_yaml("reactors"), frontend, {first.get(), second.get()},
+                                         options);
+        s->start();
         BOOST_TEST(frontend.lanes == 2u);
         BOOST_TEST(frontend.lane_is_first);
-        const auto reports = s.drain(10s);
+        const auto reports = s->drain(10s);
         // The job finished after the drain began; the worker stayed for it.
         BOOST_TEST((completed.wait_for(0s) == std::future_status::ready));
         BOOST_TEST(reports.at(0).jobs_abandoned == 0u);
@@ -192,9 +189,9 @@ BOOST_AUTO_TEST_CASE(every_executor_has_a_lane_and_the_drain_waits_for_each) {
     BOOST_TEST((completed.get() == frontend.worker_thread));
 }
 
-BOOST_AUTO_TEST_CASE(a_scheduler_needs_an_executor) {
-    m0::scheduler_options options;
-    options.addresses.emplace_back(boost::asio::ip::make_address("127.0.0.1"), 0);
+BOOST_AUTO_TEST_CASE(every_scheduler_needs_an_executor) {
     probe_frontend frontend;
-    BOOST_CHECK_THROW(m0::scheduler(frontend, std::vector<m0::executor*>{}, options), std::invalid_argument);
+    for (const auto& s : m0::test::every_scheduler())
+        BOOST_CHECK_THROW(m0::test::make_reactors(s.yaml, frontend, {}, m0::test::loopback_options(1)),
+                          std::invalid_argument);
 }

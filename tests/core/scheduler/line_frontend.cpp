@@ -59,6 +59,7 @@ void session::close(bool forced) {
     socket.close(ec);
     timer.cancel();
     worker.ctx->stats->live_connections.fetch_sub(1, std::memory_order_relaxed);
+    worker.ctx->stats->closed.fetch_add(1, std::memory_order_seq_cst);
     worker.sessions.erase(shared_from_this());
 }
 

@@ -28,7 +28,7 @@
 #include "frontend_config.hpp"
 #include "pool_executor.hpp"
 #include "router.hpp"
-#include "scheduler/scheduler.hpp"
+#include "scheduler_plugins.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace std::chrono_literals;
@@ -154,7 +154,7 @@ const std::string file_content = job_body(300'000);  // several socket buffers: 
 
 // A served deployment: static root, routes, executor, scheduler.
 struct deployment {
-    explicit deployment(executor_kind kind, m0::listener_strategy listener = m0::listener_strategy::reuseport)
+    explicit deployment(executor_kind kind, const std::string& scheduler = "reactors")
         : executor(make_executor(kind)) {
         root.write("file.txt", file_content);
         auto doc = m0::config_document::from_string(
@@ -166,13 +166,10 @@ struct deployment {
             "  static: {prefix: /static, root: '" + root.path().string() + "'}\n",
             "test.yaml");
         frontend = std::make_unique<handoff_frontend>(m0::frontend_http::parse_frontend_config(doc.root().child("frontend")));
-        m0::scheduler_options o;
-        o.workers = reactors;
-        o.listener = listener;
+        auto o = m0::test::loopback_options(reactors);
         o.pin_cores = false;
-        o.addresses.push_back({boost::asio::ip::make_address("127.0.0.1"), 0});
         executor->start();
-        sched = std::make_unique<m0::scheduler>(*frontend, *executor, o);
+        sched = m0::test::make_reactors(m0::test::scheduler_yaml(scheduler), *frontend, {executor.get()}, o);
         sched->start();
         port = sched->local_endpoints().at(0).port();
     }
@@ -184,7 +181,7 @@ struct deployment {
     m0::testing::temp_dir root;
     std::unique_ptr<m0::executor> executor;
     std::unique_ptr<handoff_frontend> frontend;
-    std::unique_ptr<m0::scheduler> sched;
+    std::unique_ptr<m0::reactor_set> sched;
     std::uint16_t port = 0;
 };
 
@@ -287,8 +284,14 @@ BOOST_DATA_TEST_CASE(every_request_is_answered_exactly, boost::unit_test::data::
     BOOST_TEST(requests == client_threads * rounds * 7);
 }
 
-BOOST_DATA_TEST_CASE(a_shared_listener_serves_the_same, boost::unit_test::data::make(executor_kinds), kind) {
-    deployment d(kind, m0::listener_strategy::shared);
+// The other placements under the same load: a shared listener, and the
+// balanced scheduler's accept thread handing connections to the reactors.
+const std::vector<std::string> other_schedulers = {"reactors-shared", "balanced"};
+
+BOOST_DATA_TEST_CASE(every_scheduler_serves_the_same,
+                     boost::unit_test::data::make(executor_kinds) * boost::unit_test::data::make(other_schedulers),
+                     kind, scheduler) {
+    deployment d(kind, scheduler);
     load l(d.port, rounds / 5);
     l.join();
     BOOST_TEST(l.wrong.load() == 0u);
@@ -300,7 +303,7 @@ BOOST_DATA_TEST_CASE(a_shared_listener_serves_the_same, boost::unit_test::data::
 // request (longer than any test) is in flight: every answer given is
 // exact, no connection ends before the stop, and the /slow request is cut.
 template <class Stop>
-std::vector<m0::worker_report> stop_under_load(deployment& d, Stop stop) {
+std::vector<m0::reactor_report> stop_under_load(deployment& d, Stop stop) {
     test_client held(d.port);
     held.send(get("/slow"));
     load l(d.port, 1'000'000);
@@ -334,7 +337,7 @@ BOOST_DATA_TEST_CASE(drain_and_force_close_under_load, boost::unit_test::data::m
 BOOST_DATA_TEST_CASE(hard_stop_during_a_drain_under_load, boost::unit_test::data::make(executor_kinds), kind) {
     deployment d(kind);
     stop_under_load(d, [&] {
-        std::vector<m0::worker_report> reports;
+        std::vector<m0::reactor_report> reports;
         std::thread drainer([&] { reports = d.sched->drain(60s); });
         // The /slow request holds the drain until the hard stop, which may
         // also come first: either order ends both at once.

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/listen_socket.hpp"
+#include <m0/listen_socket.hpp>
 #include "server/listen_sockets.hpp"
 #include "server/socket_activation.hpp"
 
@@ -32,7 +32,7 @@ tcp::endpoint loopback(unsigned short port = 0) { return {make_address("127.0.0.
 
 BOOST_AUTO_TEST_CASE(shared_opens_one_socket_per_address_and_resolves_port_0) {
     std::vector<tcp::endpoint> addresses{loopback(), loopback()};
-    m0::listen_sockets sockets(addresses, m0::listener_strategy::shared, 2, 2, 16, {});
+    m0::listen_sockets sockets(addresses, m0::socket_layout{m0::listener_strategy::shared, 2}, 2, 16, {});
     BOOST_TEST(addresses[0].port() != 0);
     BOOST_TEST(addresses[1].port() != 0);
     m0::scheduler_options options;
@@ -50,7 +50,7 @@ BOOST_AUTO_TEST_CASE(shared_opens_one_socket_per_address_and_resolves_port_0) {
 
 BOOST_AUTO_TEST_CASE(reuseport_opens_a_socket_per_reactor_and_address_for_each_slot) {
     std::vector<tcp::endpoint> addresses{loopback()};
-    m0::listen_sockets sockets(addresses, m0::listener_strategy::reuseport, 2, 2, 16, {});
+    m0::listen_sockets sockets(addresses, m0::socket_layout{m0::listener_strategy::reuseport, 2}, 2, 16, {});
     const auto port = addresses[0].port();
     BOOST_TEST(port != 0);
     sockets.open_slot(1);
@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(reuseport_opens_a_socket_per_reactor_and_address_for_each_s
 
 BOOST_AUTO_TEST_CASE(close_slot_closes_only_that_slot) {
     std::vector<tcp::endpoint> addresses{loopback()};
-    m0::listen_sockets sockets(addresses, m0::listener_strategy::reuseport, 2, 1, 16, {});
+    m0::listen_sockets sockets(addresses, m0::socket_layout{m0::listener_strategy::reuseport, 1}, 2, 16, {});
     sockets.open_slot(1);
     const auto all = sockets.for_exec();
     sockets.close_slot(1);
@@ -86,7 +86,7 @@ BOOST_AUTO_TEST_CASE(inherited_sockets_are_matched_by_address) {
     const int fd = m0::open_listen_socket(bound, false, 16);
     // A configured port 0 takes the inherited socket's port on the same host.
     std::vector<tcp::endpoint> addresses{loopback()};
-    m0::listen_sockets sockets(addresses, m0::listener_strategy::reuseport, 2, 2, 16, {{fd, "web", bound}});
+    m0::listen_sockets sockets(addresses, m0::socket_layout{m0::listener_strategy::reuseport, 2}, 2, 16, {{fd, "web", bound}});
     BOOST_TEST(addresses[0] == bound);
     // Passed by a service manager: shared by every reactor, whatever was configured.
     BOOST_TEST((sockets.strategy() == m0::listener_strategy::shared));
@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(a_passed_socket_for_no_listed_address_is_refused_and_closed
     other.port(static_cast<unsigned short>(bound.port() == 65535 ? 1 : bound.port() + 1));
     std::vector<tcp::endpoint> addresses{other};
     try {
-        m0::listen_sockets sockets(addresses, m0::listener_strategy::shared, 2, 1, 16, {{fd, "web", bound}});
+        m0::listen_sockets sockets(addresses, m0::socket_layout{m0::listener_strategy::shared, 1}, 2, 16, {{fd, "web", bound}});
         BOOST_FAIL("accepted a socket for an address not listed");
     } catch (const std::runtime_error& e) {
         BOOST_TEST(std::string(e.what()).find("matches no address of server.listen") != std::string::npos);
@@ -114,7 +114,7 @@ BOOST_AUTO_TEST_CASE(a_passed_socket_for_no_listed_address_is_refused_and_closed
 
 BOOST_AUTO_TEST_CASE(a_reload_keeps_its_slot_sockets_and_drops_what_is_no_longer_listed) {
     std::vector<tcp::endpoint> first{loopback()};
-    m0::listen_sockets before(first, m0::listener_strategy::reuseport, 2, 1, 16, {});
+    m0::listen_sockets before(first, m0::socket_layout{m0::listener_strategy::reuseport, 1}, 2, 16, {});
     auto passed = before.for_exec();
     passed[0].fd = ::dup(passed[0].fd);
     // What the exec'd m0 also receives: a slot socket on an address the new
@@ -123,7 +123,7 @@ BOOST_AUTO_TEST_CASE(a_reload_keeps_its_slot_sockets_and_drops_what_is_no_longer
     const int dropped_fd = m0::open_listen_socket(dropped, true, 16);
     passed.push_back({dropped_fd, "m0-slot-1-0", dropped});
     std::vector<tcp::endpoint> addresses{first[0]};
-    m0::listen_sockets after(addresses, m0::listener_strategy::reuseport, 2, 1, 16, passed);
+    m0::listen_sockets after(addresses, m0::socket_layout{m0::listener_strategy::reuseport, 1}, 2, 16, passed);
     BOOST_TEST(!is_open(dropped_fd));
     const auto now = after.for_exec();
     BOOST_REQUIRE_EQUAL(now.size(), 1u);
@@ -135,12 +135,12 @@ BOOST_AUTO_TEST_CASE(a_reload_to_fewer_processes_closes_the_sockets_of_the_slots
     // Kept open with no process to accept on them, they would take their
     // share of connections and never answer.
     std::vector<tcp::endpoint> first{loopback()};
-    m0::listen_sockets before(first, m0::listener_strategy::reuseport, 2, 1, 16, {});
+    m0::listen_sockets before(first, m0::socket_layout{m0::listener_strategy::reuseport, 1}, 2, 16, {});
     before.open_slot(1);
     auto passed = before.for_exec();
     for (auto& p : passed) p.fd = ::dup(p.fd);
     std::vector<tcp::endpoint> addresses{first[0]};
-    m0::listen_sockets after(addresses, m0::listener_strategy::reuseport, 1, 1, 16, passed);
+    m0::listen_sockets after(addresses, m0::socket_layout{m0::listener_strategy::reuseport, 1}, 1, 16, passed);
     BOOST_TEST(is_open(passed[0].fd));
     BOOST_TEST(!is_open(passed[1].fd));
     BOOST_TEST(after.for_exec().size() == 1u);

@@ -97,3 +97,35 @@ def test_a_reload_imports_the_application_anew(m0_server, tmp_path):
     for _ in range(20):
         assert m0test.request(server.port).body == b"version 2, reloaded"
     assert server.stop() == 0
+
+
+def test_a_reload_may_change_the_scheduler_when_the_sockets_stay_the_same(m0_server, tmp_path):
+    # One reactor per process: `reactors` and `balanced` both want one
+    # reuseport socket per process and address.
+    config = tmp_path / "m0.yaml"
+    config.write_text(routes("first") + "scheduler: {type: reactors}\n")
+    server = m0_server(str(config), "--workers", "2", threads=1)
+    assert "(scheduler reactors)" in server.output()
+    config.write_text(routes("second") + "scheduler: {type: balanced}\n")
+    reload(server, 1)
+    assert body(server) == b"second"
+    assert "worker processes of 1 thread(s) each (scheduler balanced)" in server.output()
+    assert server.stop() == 0
+
+
+def test_a_reload_that_would_change_the_listening_sockets_is_refused_with_the_reason(m0_server, tmp_path):
+    # Two reactors per process: `reactors` holds two reuseport sockets per
+    # process and address, `balanced` would want one; the connections queued
+    # on the other would be lost.
+    config = tmp_path / "m0.yaml"
+    config.write_text(routes("first"))
+    server = m0_server(str(config), "--workers", "2", threads=2)
+    workers = sorted(wait_for_children(server.proc.pid, 2))
+    config.write_text(routes("second") + "scheduler: {type: balanced}\n")
+    os.kill(server.proc.pid, signal.SIGHUP)
+    server.wait_for_log("supervisor: reload refused: the configuration check exited with code 2")
+    assert ("this reload would change the listening sockets from 2 reuseport sockets per process and address to "
+            "1 reuseport socket per process and address (scheduler balanced)") in server.output()
+    assert sorted(wait_for_children(server.proc.pid, 2)) == workers
+    assert body(server) == b"first"
+    assert server.stop() == 0

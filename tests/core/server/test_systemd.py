@@ -81,15 +81,16 @@ def listening_socket():
     return s
 
 
+@pytest.mark.parametrize("scheduler", ["reactors", "balanced"])
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_socket_activation_serves_on_the_passed_socket(m0_server, workers):
+def test_socket_activation_serves_on_the_passed_socket(m0_server, workers, scheduler):
     with listening_socket() as listener:
         port = listener.getsockname()[1]
         # Queued before m0 even started: socket activation's promise.
         early = socket.create_connection(("127.0.0.1", port), timeout=m0test.scaled(20))
         early.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        server = m0_server(HELLO, "--workers", workers, launcher=LAUNCHER + [str(listener.fileno())],
-                           pass_fds=[listener.fileno()])
+        server = m0_server(HELLO, "--workers", workers, "--scheduler", scheduler,
+                           launcher=LAUNCHER + [str(listener.fileno())], pass_fds=[listener.fileno()])
         with early:
             response = m0test.ResponseReader(early, timeout=20).read()
         assert response.status == 200 and response.body == b"Hello, World!"

@@ -43,8 +43,16 @@ M0PY_API std::string read_chdir(const config_node& section);
 // not yet on sys.path) and returns with the GIL released: every later use of
 // Python goes through gil_scope. Throws std::runtime_error with a one-line
 // reason if the interpreter cannot start or the venv does not exist.
+//
+// Hosted (m0 installed as a wheel and run by the user's Python): when the
+// interpreter is already initialised, start() skips every embedding step
+// (PyConfig, venv, libpython made global) and only sets sys.path and the
+// working directory; the caller has released the GIL (Py_BEGIN_ALLOW_THREADS)
+// and the rest of m0 takes it exactly as when embedded.
 M0PY_API void start(const interpreter_settings& settings);
 M0PY_API bool started() noexcept;
+// True once start() found the interpreter already running (hosted).
+M0PY_API bool hosted() noexcept;
 
 // Give the calling thread a Python thread state of its own, kept for the
 // thread's life, so taking the GIL per job costs no allocation. attach is

@@ -1,4 +1,4 @@
-#include "scheduler/listen_socket.hpp"
+#include <m0/listen_socket.hpp>
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -90,11 +90,11 @@ boost::asio::ip::tcp::endpoint bound_endpoint(int fd) {
     return ep;
 }
 
-void stop_listening(int fd) noexcept {
-    // On Linux, shutdown(SHUT_RD) on a listening socket moves it out of
-    // LISTEN: queued and new connection attempts are refused, and the fd
-    // stays valid until the scheduler closes it after joining the workers.
-    ::shutdown(fd, SHUT_RD);
+boost::asio::ip::tcp socket_protocol(int fd) {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    return addr.ss_family == AF_INET6 ? boost::asio::ip::tcp::v6() : boost::asio::ip::tcp::v4();
 }
 
 }  // namespace m0

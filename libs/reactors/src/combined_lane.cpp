@@ -1,8 +1,8 @@
-#include "scheduler/combined_lane.hpp"
+#include <m0/reactors/combined_lane.hpp>
 
 #include <stdexcept>
 
-namespace m0 {
+namespace m0::reactors {
 
 combined_lane::combined_lane(std::vector<std::unique_ptr<executor_lane>> lanes) : lanes_(std::move(lanes)) {
     if (lanes_.empty()) throw std::invalid_argument("combined_lane needs at least one lane");
@@ -42,4 +42,4 @@ std::size_t combined_lane::jobs_in_flight() const {
 
 bool combined_lane::post_to_job(std::unique_ptr<job_task> task) { return lanes_.front()->post_to_job(std::move(task)); }
 
-}  // namespace m0
+}  // namespace m0::reactors

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/combined_lane.hpp"
+#include <m0/reactors/combined_lane.hpp>
 
 namespace {
 
@@ -45,7 +45,7 @@ struct three_lanes {
     recording_lane* a;
     recording_lane* b;
     recording_lane* c;
-    std::unique_ptr<m0::combined_lane> combined;
+    std::unique_ptr<m0::reactors::combined_lane> combined;
 
     three_lanes() {
         std::vector<std::unique_ptr<m0::executor_lane>> lanes;
@@ -53,7 +53,7 @@ struct three_lanes {
         a = static_cast<recording_lane*>(lanes[0].get());
         b = static_cast<recording_lane*>(lanes[1].get());
         c = static_cast<recording_lane*>(lanes[2].get());
-        combined = std::make_unique<m0::combined_lane>(std::move(lanes));
+        combined = std::make_unique<m0::reactors::combined_lane>(std::move(lanes));
     }
 };
 
@@ -95,5 +95,5 @@ BOOST_FIXTURE_TEST_CASE(jobs_in_flight_is_the_sum_and_submit_goes_to_the_first, 
 }
 
 BOOST_AUTO_TEST_CASE(needs_a_lane) {
-    BOOST_CHECK_THROW(m0::combined_lane({}), std::invalid_argument);
+    BOOST_CHECK_THROW(m0::reactors::combined_lane({}), std::invalid_argument);
 }

@@ -1,16 +1,15 @@
 #pragma once
-// One worker's lanes of several executors (`executors:` / `mounts:`) seen as
-// the one lane the worker loop serves: every pass polls all of them, and the
+// One reactor's lanes of several executors (`executors:` / `mounts:`) seen as
+// the one lane the reactor loop serves: every pass polls all of them, and the
 // reactor blocks only when all of them agreed to its wait.
 #include <memory>
 #include <vector>
 
-#include <m0/api.hpp>
 #include <m0/executor.hpp>
 
-namespace m0 {
+namespace m0::reactors {
 
-class M0_INTERNAL_API combined_lane final : public executor_lane {
+class combined_lane final : public executor_lane {
 public:
     // Owns the lanes; at least one.
     explicit combined_lane(std::vector<std::unique_ptr<executor_lane>> lanes);
@@ -32,4 +31,4 @@ private:
     std::vector<std::unique_ptr<executor_lane>> lanes_;
 };
 
-}  // namespace m0
+}  // namespace m0::reactors

@@ -1,0 +1,75 @@
+#pragma once
+// How the `balanced` scheduler's connections reach its reactors: one accept
+// thread takes every connection of the process and places it on the reactor
+// with the fewest live connections (ties rotate), where the reactor's engine
+// takes it from a handoff listener. A reactor's live count is what was placed
+// on it minus what its engine closed since, so it is exact at each placement:
+// at every moment of a burst the counts differ by at most one.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <m0/reactors/reactor_group.hpp>
+#include <m0/scheduler.hpp>
+
+#include "handoff_listener.hpp"
+
+namespace m0::scheduler_balanced {
+
+class balanced_placement final : public reactors::connection_placement {
+public:
+    explicit balanced_placement(listener_strategy strategy);
+    ~balanced_placement() override;
+
+    std::vector<boost::asio::ip::tcp::endpoint> open(scheduler_options& options) override;
+    std::vector<std::unique_ptr<reactors::reactor_listener>> listeners_for(unsigned reactor,
+                                                                           boost::asio::io_context& io,
+                                                                           reactor_stats& stats) override;
+    void reactors_started() override;
+    void stop_placing() noexcept override;
+    void close() noexcept override;
+
+    // Live connections of each reactor as the accept thread counts them
+    // (for tests and the placement's own checks); any thread.
+    std::vector<std::uint64_t> live_counts() const;
+
+private:
+    struct reactor_slot {
+        reactor_stats* stats = nullptr;
+        std::uint64_t closed_at_start = 0;  // a metrics slot outlives the processes that use it
+        std::atomic<std::uint64_t> placed{0};
+        std::vector<std::shared_ptr<handoff_inbox>> inboxes;  // per address
+        std::uint64_t live() const noexcept;
+    };
+    struct accept_point;
+
+    void arm(std::size_t address);
+    void on_readable(std::size_t address);
+    // The reactor to place the next connection on: fewest live, ties taken
+    // in turn; -1 when every reactor is at the connection limit (or refusing).
+    int choose() noexcept;
+    void resume_if_room();
+
+    listener_strategy strategy_;
+    std::uint64_t limit_ = 0;  // http.max_connections_per_reactor
+    std::vector<int> fds_;     // the accept sockets, per address
+    std::vector<boost::asio::ip::tcp::endpoint> bound_;
+    std::vector<std::unique_ptr<reactor_slot>> slots_;
+    unsigned next_ = 0;  // where the search for the least loaded starts (rotates ties)
+    std::unique_ptr<boost::asio::io_context> io_;  // the accept thread's
+    std::vector<std::unique_ptr<accept_point>> points_;
+    // Set while every reactor is full: a reactor whose engine asks for a
+    // connection again then wakes the accept thread (see resume_if_room).
+    std::atomic<bool> paused_{false};
+    std::thread thread_;
+    std::mutex stop_mutex_;  // stop_placing() from a drain and a hard stop at once
+    bool stopped_ = false;
+};
+
+}  // namespace m0::scheduler_balanced

@@ -1,0 +1,239 @@
+#include "reactor_listeners.hpp"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <m0/listen_socket.hpp>
+
+namespace m0::scheduler_reactors {
+namespace {
+
+using boost::asio::ip::tcp;
+using boost::system::error_code;
+
+class reuseport_listener final : public reactors::reactor_listener {
+public:
+    reuseport_listener(boost::asio::io_context& io, int fd) : acceptor_(io, socket_protocol(fd), fd) {}
+
+    void async_accept(accept_handler handler) override {
+        if (cancelled_) {
+            auto ex = acceptor_.get_executor();
+            boost::asio::post(ex, [h = std::move(handler), ex]() mutable {
+                h(boost::asio::error::operation_aborted, tcp::socket(ex));
+            });
+            return;
+        }
+        acceptor_.async_accept([h = std::move(handler)](error_code ec, tcp::socket s) mutable { h(ec, std::move(s)); });
+    }
+
+    tcp::endpoint local_endpoint() const override {
+        error_code ec;
+        return acceptor_.local_endpoint(ec);
+    }
+
+    void cancel() override {
+        cancelled_ = true;
+        error_code ec;
+        acceptor_.cancel(ec);
+    }
+
+private:
+    tcp::acceptor acceptor_;
+    bool cancelled_ = false;
+};
+
+class shared_listener final : public reactors::reactor_listener {
+public:
+    shared_listener(boost::asio::io_context& io, int shared_fd, bool exclusive,
+                    std::shared_ptr<const shared_listener_peers> peers, unsigned reactor)
+        : io_(io), listen_fd_(shared_fd), epoll_(io), protocol_(socket_protocol(shared_fd)), exclusive_(exclusive),
+          pause_(io), peers_(std::move(peers)), reactor_(reactor) {
+        int epfd = ::epoll_create1(EPOLL_CLOEXEC);
+        if (epfd < 0) throw boost::system::system_error(error_code(errno, boost::system::system_category()), "epoll_create1");
+        epoll_.assign(epfd);
+        register_listener(EPOLL_CTL_ADD);
+    }
+
+    void async_accept(accept_handler handler) override {
+        if (cancelled_) {
+            boost::asio::post(io_, [h = std::move(handler), this]() mutable {
+                h(boost::asio::error::operation_aborted, tcp::socket(io_));
+            });
+            return;
+        }
+        handler_ = std::move(handler);
+        try_accept();
+    }
+
+    tcp::endpoint local_endpoint() const override {
+        tcp::endpoint ep;
+        socklen_t len = static_cast<socklen_t>(ep.capacity());
+        if (::getsockname(listen_fd_, ep.data(), &len) == 0) ep.resize(len);
+        return ep;
+    }
+
+    void cancel() override {
+        cancelled_ = true;
+        error_code ec;
+        epoll_.cancel(ec);
+        pause_.cancel();
+    }
+
+private:
+    void register_listener(int op) {
+        epoll_event ev{};
+        ev.events = EPOLLIN | (exclusive_ ? EPOLLEXCLUSIVE : 0u);
+        ev.data.fd = listen_fd_;
+        if (::epoll_ctl(epoll_.native_handle(), op, listen_fd_, op == EPOLL_CTL_DEL ? nullptr : &ev) != 0)
+            throw boost::system::system_error(error_code(errno, boost::system::system_category()), "epoll_ctl(listener)");
+    }
+
+    void try_accept() {
+        if (accepted_this_turn_ >= shared_accepts_per_turn && ahead_of_the_others()) {
+            // Sit out (reactor_listeners.hpp): registration removed, so
+            // arrivals wake the others; registered again after the pause,
+            // it finds at once any connection nobody took.
+            try {
+                register_listener(EPOLL_CTL_DEL);
+            } catch (const boost::system::system_error& e) {
+                boost::asio::post(io_, [this, ec = e.code()] { deliver(ec, tcp::socket(io_)); });
+                return;
+            }
+            sit_out(0);
+            return;
+        }
+        if (accepted_this_turn_ >= shared_accepts_per_turn) accepted_this_turn_ = 0;
+        int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            ++accepted_this_turn_;
+            // Completed like an Asio accept: posted, never inside the
+            // async_accept call, so a caller that accepts again from its
+            // handler does not recurse once per queued connection.
+            boost::asio::post(io_, [this, s = tcp::socket(io_, protocol_, fd)]() mutable {
+                deliver(error_code{}, std::move(s));
+            });
+            return;
+        }
+        int err = errno;
+        if (err == EAGAIN || err == EWOULDBLOCK || err == ECONNABORTED || err == EINTR) {
+            // Another reactor won this connection, or none is queued yet.
+            // The turn goes on: a reactor that takes each connection as it
+            // arrives would otherwise never reach its turn's end.
+            wait_for_connection();
+            return;
+        }
+        boost::asio::post(io_, [this, err] { deliver(error_code(err, boost::system::system_category()), tcp::socket(io_)); });
+    }
+
+    // How many pauses this reactor may still sit out: 0 when it is not ahead
+    // of the least loaded reactor by more than shared_lead_allowed.
+    unsigned pauses_allowed() const {
+        if (!peers_ || peers_->stats.size() < 2) return 0;
+        std::uint64_t least = UINT64_MAX;
+        std::size_t least_reactor = 0;
+        for (std::size_t r = 0; r < peers_->stats.size(); ++r) {
+            if (r == reactor_) continue;
+            const auto live = peers_->stats[r]->live_connections.load(std::memory_order_relaxed);
+            if (live < least) least = live, least_reactor = r;
+        }
+        if (peers_->stats[reactor_]->live_connections.load(std::memory_order_relaxed) <= least + shared_lead_allowed)
+            return 0;
+        return peers_->waiting[least_reactor].load(std::memory_order_relaxed) ? shared_max_pauses_for_a_waiting_peer
+                                                                                : shared_max_pauses;
+    }
+    bool ahead_of_the_others() const { return pauses_allowed() > 0; }
+
+    void sit_out(unsigned pauses) {
+        pause_.expires_after(shared_turn_pause);
+        pause_.async_wait([this, pauses](error_code ec) {
+            if (ec || cancelled_) {
+                deliver(ec ? ec : boost::asio::error::operation_aborted, tcp::socket(io_));
+                return;
+            }
+            if (pauses + 1 < pauses_allowed()) {
+                sit_out(pauses + 1);
+                return;
+            }
+            accepted_this_turn_ = 0;
+            try {
+                register_listener(EPOLL_CTL_ADD);
+            } catch (const boost::system::system_error& e) {
+                deliver(e.code(), tcp::socket(io_));
+                return;
+            }
+            try_accept();
+        });
+    }
+
+    void wait_for_connection() {
+        if (peers_) peers_->waiting[reactor_].store(true, std::memory_order_relaxed);
+        epoll_.async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](error_code ec) {
+            if (peers_) peers_->waiting[reactor_].store(false, std::memory_order_relaxed);
+            if (ec || cancelled_) {
+                deliver(ec ? ec : boost::asio::error::operation_aborted, tcp::socket(io_));
+                return;
+            }
+            // Consume the readiness of the private epoll fd, then race for it.
+            epoll_event ev;
+            ::epoll_wait(epoll_.native_handle(), &ev, 1, 0);
+            try_accept();
+        });
+    }
+
+    void deliver(error_code ec, tcp::socket s) {
+        auto h = std::move(handler_);
+        handler_ = nullptr;
+        if (h) h(ec, std::move(s));
+    }
+
+    boost::asio::io_context& io_;
+    int listen_fd_;
+    boost::asio::posix::stream_descriptor epoll_;
+    tcp protocol_;
+    const bool exclusive_;
+    boost::asio::steady_timer pause_;
+    std::shared_ptr<const shared_listener_peers> peers_;
+    const unsigned reactor_;
+    accept_handler handler_;
+    bool cancelled_ = false;
+    unsigned accepted_this_turn_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<reactors::reactor_listener> make_reuseport_listener(boost::asio::io_context& io, int fd) {
+    return std::make_unique<reuseport_listener>(io, fd);
+}
+
+std::unique_ptr<reactors::reactor_listener> make_shared_listener(boost::asio::io_context& io, int shared_fd,
+                                                                 bool exclusive,
+                                                                 std::shared_ptr<const shared_listener_peers> peers,
+                                                                 unsigned reactor) {
+    return std::make_unique<shared_listener>(io, shared_fd, exclusive, std::move(peers), reactor);
+}
+
+bool epoll_exclusive_supported() {
+    int epfd = ::epoll_create1(EPOLL_CLOEXEC);
+    int probe = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool ok = false;
+    if (epfd >= 0 && probe >= 0) {
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+        ok = ::epoll_ctl(epfd, EPOLL_CTL_ADD, probe, &ev) == 0;
+    }
+    if (probe >= 0) ::close(probe);
+    if (epfd >= 0) ::close(epfd);
+    return ok;
+}
+
+}  // namespace m0::scheduler_reactors
