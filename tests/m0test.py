@@ -393,6 +393,21 @@ class ResponseReader:
         return resp
 
 
+def cookies_of(resp):
+    """{name: value} of the cookies a response sets."""
+    jar = {}
+    for k, v in resp.headers:
+        if k.lower() == "set-cookie":
+            name, _, rest = v.partition("=")
+            jar[name.strip()] = rest.split(";", 1)[0]
+    return jar
+
+
+def cookie_header(jar):
+    """A Cookie header's value sending back the cookies of `jar`."""
+    return "; ".join(f"{k}={v}" for k, v in jar.items())
+
+
 def request(port, method="GET", path="/", headers=None, body=b"", timeout=5.0):
     """One request on a fresh connection; returns RawResponse."""
     hdrs = {"Host": "127.0.0.1", "Connection": "close"}

@@ -8,6 +8,7 @@ stopped by process group, never by name.
 import os
 import re
 import resource
+import shlex
 import shutil
 import signal
 import socket
@@ -36,15 +37,26 @@ VENV_PYTHON = "/usr/bin/python3.11"
 
 def ensure_venv(tools):
     """The bin directory of the bench venv, made (or brought up to
-    bench/requirements.txt) when one of `tools` is missing from it."""
+    bench/requirements.txt) when one of `tools` is missing from it or the
+    requirements changed since it was last brought up to them."""
     bin_dir = os.path.join(VENV, "bin")
-    if all(os.path.exists(os.path.join(bin_dir, t)) for t in tools):
+    requirements = os.path.join(BENCH_DIR, "requirements.txt")
+    stamp = os.path.join(VENV, ".requirements")
+    with open(requirements) as f:
+        want = f.read()
+    try:
+        with open(stamp) as f:
+            current = f.read() == want
+    except OSError:
+        current = False
+    if current and all(os.path.exists(os.path.join(bin_dir, t)) for t in tools):
         return bin_dir
     if not os.path.exists(os.path.join(bin_dir, "pip")):
         print(f"creating the bench venv in {VENV} ...", file=sys.stderr)
         subprocess.run([VENV_PYTHON, "-m", "venv", VENV], check=True)
-    subprocess.run([os.path.join(bin_dir, "pip"), "install", "-q", "-r", os.path.join(BENCH_DIR, "requirements.txt")],
-                   check=True)
+    subprocess.run([os.path.join(bin_dir, "pip"), "install", "-q", "-r", requirements], check=True)
+    with open(stamp, "w") as f:
+        f.write(want)
     return bin_dir
 
 
@@ -195,9 +207,10 @@ class Peer:
             pass
 
 
-def group_stats(pgid):
-    """The /proc/<pid>/stat fields after the command name (state first) of
-    every live process of a process group (a peer's master and its workers)."""
+def group_processes(pgid):
+    """(pid, the /proc/<pid>/stat fields after the command name, state
+    first) of every live process of a process group (a peer's master and
+    its workers)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -208,7 +221,21 @@ def group_stats(pgid):
             continue
         # state(0) ppid(1) pgrp(2) ... utime(11) stime(12) ... rss(21)
         if int(fields[2]) == pgid:
-            yield fields
+            yield int(entry), fields
+
+
+def group_stats(pgid):
+    """The stat fields of every live process of a process group."""
+    return (fields for _, fields in group_processes(pgid))
+
+
+def group_thread_sample(pgid):
+    """bench/thread_cpu's sample over every process of a process group (the
+    serving processes of m0 --workers N, not only the supervisor)."""
+    out = {}
+    for pid, _ in group_processes(pgid):
+        out.update(thread_cpu.sample(pid))
+    return out
 
 
 def group_cpu_seconds(pgid):
@@ -223,9 +250,10 @@ def group_rss_kib(pgid):
 
 
 class WrkResult:
-    def __init__(self, rps, requests, errors, non_2xx, latency_avg, raw):
+    def __init__(self, rps, requests, errors, non_2xx, latency_avg, raw, percentiles_ms=None):
         self.rps, self.requests, self.errors, self.non_2xx = rps, requests, errors, non_2xx
         self.latency_avg, self.raw = latency_avg, raw
+        self.percentiles_ms = percentiles_ms or {}  # {50: ms, 75: ..., 90: ..., 99: ...} from wrk --latency
         self.server_cpu_us_per_request = None  # filled in by callers that measure it
 
 
@@ -236,7 +264,7 @@ def run_wrk(url, connections, duration, threads=1, headers=BROWSER_HEADERS, time
     if wrk is None:
         raise RuntimeError("wrk not found (Debian package `wrk`)")
     threads = max(1, min(threads, connections))
-    cmd = [wrk, f"-t{threads}", f"-c{connections}", f"-d{duration}", f"--timeout={timeout}"]
+    cmd = [wrk, f"-t{threads}", f"-c{connections}", f"-d{duration}", f"--timeout={timeout}", "--latency"]
     for name, value in headers:
         cmd += ["-H", f"{name}: {value}"]
     if script:
@@ -249,7 +277,16 @@ def run_wrk(url, connections, duration, threads=1, headers=BROWSER_HEADERS, time
     non_2xx = int(m.group(1)) if m else 0
     requests = int(re.search(r"(\d+) requests in", out).group(1))
     m = re.search(r"Latency\s+(\S+)", out)
-    return WrkResult(rps, requests, errors, non_2xx, m.group(1) if m else "?", out)
+    percentiles = {int(p): duration_ms(v) for p, v in re.findall(r"^\s+(50|75|90|99)%\s+(\S+)$", out, re.M)}
+    return WrkResult(rps, requests, errors, non_2xx, m.group(1) if m else "?", out, percentiles)
+
+
+def duration_ms(text):
+    """wrk's "812.00us", "1.23ms", "2.01s", "1.00m" in milliseconds."""
+    m = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text)
+    if not m:
+        return float("nan")
+    return float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4}[m.group(2)]
 
 
 def run_wrk_measured(peer, url, connections, duration, threads=1, headers=BROWSER_HEADERS, script=None):
@@ -269,13 +306,20 @@ def measure(peer, url, connections, duration, wrk_threads, script=None, thread_p
     request; r.thread_us[prefix] is that of the server's threads whose name
     starts with prefix (m0 names its threads), for each of thread_prefixes."""
     run_wrk(url, connections, "1s", wrk_threads, script=script)
-    before = thread_cpu.sample(peer.proc.pid) if thread_prefixes else {}
+    before = group_thread_sample(peer.proc.pid) if thread_prefixes else {}
     r = run_wrk_measured(peer, url, connections, duration, wrk_threads, script=script)
-    after = thread_cpu.sample(peer.proc.pid) if thread_prefixes else {}
+    after = group_thread_sample(peer.proc.pid) if thread_prefixes else {}
     r.thread_us = {p: thread_cpu.us_per_request(before, after, r.requests, p) for p in thread_prefixes}
     if r.errors or r.non_2xx:
         print(f"warning: {peer.name} c={connections}: {r.errors} socket errors, {r.non_2xx} non-2xx", file=sys.stderr)
     return r
+
+
+def median_of(values):
+    """The median of the values that are numbers (not None, not NaN); NaN
+    when there are none."""
+    got = [v for v in values if v is not None and v == v]
+    return statistics.median(got) if got else float("nan")
 
 
 def alternate(names, cases, rounds, run):
@@ -304,6 +348,37 @@ def summary(rs, base_rps, thread_prefixes=()):
         got = statistics.median(r.thread_us.get(p, 0.0) for r in rs)
         cells.append(f"{got:.1f}" if got > 0 else "-")  # nan or no such thread
     return cells + [sum(r.errors + r.non_2xx for r in rs)]
+
+
+def git_commit():
+    """The short commit of the checkout the bench runs from ("" outside git)."""
+    return subprocess.run(["git", "-C", REPO_DIR, "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+
+
+def write_results(path, bench, rows, **meta):
+    """Writes a bench's rows as JSON for bench/charts and the results page,
+    with the command that made them (as typed, from the repository's root),
+    the date and the commit; `meta` adds fields (the load, the rounds)."""
+    import datetime
+    import json
+    doc = {"bench": bench, "date": datetime.date.today().isoformat(), "commit": git_commit(),
+           "command": shlex.join([f"bench/{bench}"] + sys.argv[1:]), **meta, "rows": rows}
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+def load_script(name):
+    """Another bench script (bench/<name>, no .py suffix) as a module, so a
+    bench reuses its app and arms instead of a copy."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader(name, os.path.join(BENCH_DIR, name))
+    spec = importlib.util.spec_from_loader(name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
 
 
 def print_table(header, rows):

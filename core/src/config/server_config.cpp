@@ -18,9 +18,15 @@ constexpr unsigned max_threads = 256;
 constexpr unsigned max_workers = 256;
 constexpr std::int64_t max_integer = std::numeric_limits<std::int64_t>::max();
 
-unsigned default_threads() {
-    const unsigned cpus = std::thread::hardware_concurrency();
-    return cpus == 0 ? 1 : std::min(cpus, max_threads);
+// Reactor threads per serving process when server.threads is not set: the
+// CPUs shared out among the processes, so that `--workers N` alone runs one
+// reactor per core in all and no process's reactors take turns on a core with
+// another's (measured in docs/benchmarks.md, issue 23: two processes of two
+// reactors each on 2 cores served a Django app 0.88x the best peer, of one
+// each 1.03x).
+unsigned default_threads(unsigned workers) {
+    const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+    return std::clamp(cpus / std::max(1u, workers), 1u, max_threads);
 }
 
 std::chrono::milliseconds millis(std::chrono::nanoseconds value) {
@@ -92,7 +98,8 @@ void parse_server(const config_node& server, server_config& out, config_errors& 
     const bool workers_ok =
         errors.check([&] { out.workers = static_cast<unsigned>(server.integer("workers", 1, 1, max_workers)); });
     errors.check([&] {
-        out.threads = static_cast<unsigned>(server.integer("threads", default_threads(), 1, max_threads));
+        out.threads = static_cast<unsigned>(
+            server.integer("threads", default_threads(workers_ok ? out.workers : 1), 1, max_threads));
     });
     // The older spelling of scheduler.listener, read by the scheduler plugin;
     // checked here so that its errors point at it, and not printed by
@@ -160,16 +167,17 @@ void parse_frontend(const config_node& root, server_config& out) {
 
 // Keys of an executor's section (`executor:` or an entry of `executors:`)
 // other than `type` belong to the chosen executor's plugin, which validates
-// them; here only the subsection's name must match the type.
+// them; here only the subsection's name must match the type. Without a type
+// (only in `executor:`, whose type defaults to the frontend's) the name is
+// checked once the frontend is known: check_default_executor_settings.
 void check_executor_subsections(const config_node& executor, const std::string& type) {
     const std::string type_key = executor.path() + ".type";
     for (const auto& key : executor.keys()) {
         if (key == "type" || key == type) continue;
         if (nearest_key(key, {"type"})) executor.fail(key, "unknown key '" + key + "' (did you mean 'type'?)");
-        executor.fail(key, type.empty()
-                               ? "settings for executor '" + key + "' but " + type_key + " is not set (add 'type: " + key + "')"
-                               : "settings for executor '" + key + "' but " + type_key + " is '" + type +
-                                     "' (only a subsection named '" + type + "' is allowed)");
+        if (type.empty()) continue;
+        executor.fail(key, "settings for executor '" + key + "' but " + type_key + " is '" + type +
+                               "' (only a subsection named '" + type + "' is allowed)");
     }
 }
 
@@ -378,6 +386,23 @@ server_config parse_server_config(const config_node& root) {
     auto out = parse_server_config(root, errors);
     errors.throw_if_any();
     return out;
+}
+
+void check_default_executor_settings(const config_node& executor, const std::vector<std::string>& effective_types) {
+    for (const auto& key : executor.keys()) {
+        if (key == "type" || std::find(effective_types.begin(), effective_types.end(), key) != effective_types.end())
+            continue;
+        std::string msg = "settings for executor '" + key + "' but ";
+        if (effective_types.empty()) {
+            msg += "no executor is built from 'executor:' (every mount names one of 'executors:')";
+        } else {
+            msg += effective_types.size() == 1 ? "the effective executor is" : "the effective executors are";
+            for (std::size_t i = 0; i < effective_types.size(); ++i)
+                msg += (i ? ", '" : " '") + effective_types[i] + "'";
+            msg += " (the frontend's default); set " + executor.path() + ".type: " + key + " to run on it";
+        }
+        executor.fail(key, msg);
+    }
 }
 
 std::optional<std::string> normalize_mount_prefix(std::string_view text, std::string& why) {

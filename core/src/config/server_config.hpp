@@ -43,7 +43,7 @@ struct mount_config {
 struct server_config {
     std::vector<listen_address> listen;     // server.listen: list (or one string) of "host:port", "[v6]:port"; default ["127.0.0.1:8000"]; host must be an IP literal or "localhost"
     unsigned workers = 1;                   // server.workers: 1..256 serving processes (prefork when > 1)
-    unsigned threads = 0;                   // server.threads: 1..256, default std::thread::hardware_concurrency()
+    unsigned threads = 0;                   // server.threads: 1..256, default CPUs / server.workers (at least 1)
     std::string listener = "reuseport";     // server.listener: the older spelling of scheduler.listener (its plugin reads both)
     bool pin_cores = true;                  // server.pin_cores
     std::chrono::milliseconds drain_timeout{30000};  // server.drain_timeout
@@ -84,7 +84,8 @@ inline const std::vector<std::string> core_sections = {"server",    "plugins", "
 // Validates the core's own sections; other top-level keys are module sections.
 // `frontend` and `executor` hold plugin keys too: only `type` is read here
 // (plugins validate the rest). In `executor`, besides `type`, only a subsection
-// named after the chosen executor is allowed (executor.pool.* when type is pool);
+// named after the chosen executor is allowed (executor.pool.* when type is pool;
+// without a type, see check_default_executor_settings);
 // the same holds for each entry of `executors`. `mounts` and `frontend` are
 // exclusive; a mount names an executor that exists, and every executor is
 // used by some mount (or, without mounts, `executor:` by the frontend).
@@ -94,6 +95,15 @@ M0_API server_config parse_server_config(const config_node& root);
 // could be read (defaults where a section had an error), so that the plugins
 // can still check their sections in the same run.
 M0_API server_config parse_server_config(const config_node& root, config_errors& errors);
+
+// `executor:` without a `type` takes its type from the frontend (each
+// mount's unnamed executor from its frontend): a subsection of it must be
+// named after one of those effective types (`executor.pool.threads` under
+// WSGI), which only the frontends know. Call with the types of the
+// executors built from `executor:`; fails at the first subsection that
+// matches none.
+M0_API void check_default_executor_settings(const config_node& executor,
+                                            const std::vector<std::string>& effective_types);
 
 // A mount prefix as written ("/api/", "/") → its canonical form ("/api", "");
 // nullopt (with `why` set) when it is not a path prefix.

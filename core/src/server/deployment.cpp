@@ -231,6 +231,12 @@ deployment build_deployment(const run_options& options) {
             if (auto m = make_module(d, name, root)) d.modules.push_back(std::move(m));
         });
     all_built &= build_frontends(d, root, errors);
+    if (all_built && d.cfg.executor_type.empty()) {
+        std::vector<std::string> types;  // of the executors `executor:` configures: the unnamed ones
+        for (const auto& spec : d.executor_specs)
+            if (spec.name.empty()) types.push_back(spec.type);
+        all_built &= collect(errors, [&] { check_default_executor_settings(root.child("executor"), types); });
+    }
     for (const auto& spec : d.executor_specs)
         all_built &= collect(errors, [&] { d.executors.push_back(make_executor(d, spec)); });
     all_built &= collect(errors, [&] { d.scheduler = make_scheduler(d, root); });

@@ -1,5 +1,10 @@
-"""Settings of the m0 Django example: no database, cookie-based CSRF,
-static files served by m0 itself (frontend.static in configs/django.yaml)."""
+"""Settings of the m0 Django example: cookie-based CSRF and sessions (signed
+cookies), static files served by m0 itself (frontend.static in
+configs/django.yaml). The shop pages (/shop/) read a database: SQLite by
+default (DJANGO_SQLITE names the file), PostgreSQL with DJANGO_DB=postgresql
+and libpq's PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE; either way a
+connection is kept open per thread (CONN_MAX_AGE), and `manage.py migrate`
+makes and fills the tables."""
 import os
 from pathlib import Path
 
@@ -14,10 +19,12 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "notes",
     "chat",
+    "shop",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
 ]
@@ -34,7 +41,29 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {}
+# Persistent connections: one per thread that serves requests, open for as
+# long as the process lives (checked before reuse), as a deployment runs.
+if os.environ.get("DJANGO_DB", "sqlite") == "postgresql":
+    DATABASES = {"default": {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": os.environ.get("PGDATABASE", "m0example"),
+        "USER": os.environ.get("PGUSER", ""),
+        "PASSWORD": os.environ.get("PGPASSWORD", ""),
+        "HOST": os.environ.get("PGHOST", ""),
+        "PORT": os.environ.get("PGPORT", ""),
+        "CONN_MAX_AGE": None,
+        "CONN_HEALTH_CHECKS": True,
+    }}
+else:
+    DATABASES = {"default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": os.environ.get("DJANGO_SQLITE", str(BASE_DIR / "db.sqlite3")),
+        "CONN_MAX_AGE": None,
+    }}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# The session lives in a signed cookie: no session table.
+SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -2,6 +2,7 @@ from django.urls import path
 
 from chat import views as chat
 from notes import views
+from shop import views as shop
 
 urlpatterns = [
     path("", views.index, name="index"),
@@ -9,6 +10,9 @@ urlpatterns = [
     path("api/notes-async", views.api_notes_async, name="api-notes-async"),
     path("form", views.form, name="form"),
     path("boom", views.boom, name="boom"),
+    # The database-backed shop (SQLite by default, PostgreSQL: see settings).
+    path("shop/", shop.page, name="shop"),
+    path("shop/api/products", shop.products, name="shop-products"),
     # The chat room (configs/django-realtime.yaml: needs m0's `realtime:`).
     path("chat/", chat.page, name="chat"),
     path("chat/events", chat.events, name="chat-events"),

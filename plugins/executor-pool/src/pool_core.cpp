@@ -27,19 +27,30 @@ void bump(std::atomic<std::uint64_t>& a, std::uint64_t n) noexcept {
 }
 
 // SCHED_BATCH keeps the fair share and the tick preemption; it only stops a
-// woken thread from preempting the thread running on its core. A reactor
-// that wakes a parked pool thread on its own core therefore goes on reading
-// requests and submitting jobs until it runs out of work, and the pool
-// thread then takes a batch instead of one job per wake (two context
-// switches per request otherwise). With a core free, the woken thread runs
-// there at once as before. The price: with every core busy with other work,
-// a woken thread waits for the next tick instead of preempting. Needs no
-// privilege.
-void use_batch_scheduling(const std::string& name) noexcept {
+// woken thread from preempting the thread running on its core.
+// executor.pool.batch_sched: a pool thread parks under SCHED_BATCH and runs
+// its jobs under the default policy. The kernel lets a woken SCHED_BATCH
+// thread preempt nobody, so a reactor that wakes a parked pool thread on its
+// own core goes on reading requests and submitting jobs until it runs out of
+// work, and the pool thread then takes a batch instead of one job per wake
+// (two context switches per request otherwise). A job, though, may itself
+// wait (a database query, a file, a lock): the wake that ends such a wait
+// must preempt like any other, or on a busy core the job waits for the next
+// scheduler tick (4 ms at HZ=250) after each query — measured in
+// docs/benchmarks.md (issue 23): a Django page of three queries served at
+// 0.6x with the policy kept through the job. So the policy changes at the
+// park and back after it, two syscalls per park (none between jobs taken
+// back to back). Needs no privilege.
+void set_scheduling(int policy, bool& current_batch) noexcept {
+    const bool batch = policy == SCHED_BATCH;
+    if (current_batch == batch) return;
     sched_param param{};
-    if (const int err = pthread_setschedparam(pthread_self(), SCHED_BATCH, &param); err != 0)
-        log::debug("pool: " + name + " stays on the default scheduling policy (SCHED_BATCH refused, error " +
+    if (const int err = pthread_setschedparam(pthread_self(), policy, &param); err != 0) {
+        log::debug("pool: a thread stays on its scheduling policy (" + std::to_string(policy) + " refused, error " +
                    std::to_string(err) + ")");
+        return;
+    }
+    current_batch = batch;
 }
 
 }  // namespace
@@ -410,6 +421,7 @@ bool pool_core::idle_ring(slot& s, lane_state*& lane, queued_job& j) {
         }
         // One FUTEX_WAIT, refused by the kernel if a waker has already
         // moved the word to `woken`.
+        if (options_.batch_sched) set_scheduling(SCHED_BATCH, s.batch);
         if (s.state.wait_while(parked, options_.idle_timeout)) {
             s.state.store(running);  // the waker moved us to `woken`
         } else {
@@ -430,6 +442,7 @@ bool pool_core::idle_none(slot& s, lane_state*& lane, queued_job& j) {
         if (stopping()) return false;
         s.state.store(parked);  // observability only; wakes go through the semaphore
         parked_.fetch_add(1);
+        if (options_.batch_sched) set_scheduling(SCHED_BATCH, s.batch);
         const bool got = job_semaphore_.wait(options_.idle_timeout);
         parked_.fetch_sub(1);
         s.state.store(running);
@@ -450,7 +463,6 @@ void pool_core::thread_main(unsigned index) {
     const std::string name = "m0-pool-" + std::to_string(index);
     pthread_setname_np(pthread_self(), name.c_str());
     if (have_start_cpus_) pthread_setaffinity_np(pthread_self(), sizeof start_cpus_, &start_cpus_);
-    if (options_.batch_sched) use_batch_scheduling(name);
     for (auto& h : hooks_)
         if (h.on_start) h.on_start();
 
@@ -467,6 +479,8 @@ void pool_core::thread_main(unsigned index) {
             got = ring_mode() ? idle_ring(s, lane, j) : idle_none(s, lane, j);
         }
         if (!got) break;
+        // Back from a park: the job runs under the default policy (see set_scheduling).
+        if (s.batch) set_scheduling(SCHED_OTHER, s.batch);
         // A job taken after a reactor reported its cores runs on them.
         if (options_.colocate) follow_reactor_cpus(cpus_applied);
         idle_.fetch_sub(1);

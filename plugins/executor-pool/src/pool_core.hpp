@@ -146,6 +146,7 @@ private:
         rings::futex_word state{running};
         std::atomic<bool> exited{false};
         bool retired = false;  // its own thread only: left on an idle timeout
+        bool batch = false;    // its own thread only: under SCHED_BATCH now (parked, with batch_sched)
         std::thread thread;
     };
 

@@ -199,6 +199,23 @@ BOOST_AUTO_TEST_CASE(workers_are_serving_processes_1_to_256) {
                "inline.yaml:2:12: server.workers: expected an integer in 1..256, found 'many'");
 }
 
+BOOST_AUTO_TEST_CASE(default_threads_share_the_cpus_among_the_workers) {
+    // One reactor per core in all: `--workers N` alone never runs more
+    // reactors than cores (each process at least one).
+    const unsigned cpus = std::max(1u, std::min(256u, std::thread::hardware_concurrency()));
+    for (unsigned workers : {1u, 2u, 3u, 4u, 256u}) {
+        const auto config = parse_text("server: {workers: " + std::to_string(workers) + "}");
+        BOOST_TEST(config.threads == std::max(1u, cpus / workers), workers << " workers");
+        BOOST_TEST(config.workers * config.threads <= std::max(cpus, workers));
+    }
+    // Set, it is what it says whatever the workers.
+    BOOST_TEST(parse_text("server: {workers: 4, threads: 3}").threads == 3u);
+    // --check shows the value resolved.
+    const auto doc = config_document::from_string("server: {workers: 256}", "inline.yaml");
+    (void)parse_server_config(doc.root());
+    BOOST_TEST(doc.effective_yaml().find("threads: 1\n") != std::string::npos, doc.effective_yaml());
+}
+
 BOOST_AUTO_TEST_CASE(the_scheduler_type_defaults_to_reactors_and_must_name_a_plugin) {
     BOOST_TEST(parse_text("").scheduler_type == "reactors");
     BOOST_TEST(parse_text("scheduler: {type: balanced}").scheduler_type == "balanced");
@@ -307,11 +324,26 @@ BOOST_AUTO_TEST_CASE(executor_subsection_must_match_the_type) {
     BOOST_TEST(error_of([] { parse_text("executor:\n  type: pool\n  asyncio:\n    loops: 2\n"); }) ==
                "inline.yaml:3:3: executor.asyncio: settings for executor 'asyncio' but executor.type is 'pool' "
                "(only a subsection named 'pool' is allowed)");
-    BOOST_TEST(error_of([] { parse_text("executor:\n  pool:\n    threads: 4\n"); }) ==
-               "inline.yaml:2:3: executor.pool: settings for executor 'pool' but executor.type is not set (add "
-               "'type: pool')");
+    // Without a type, the frontend says which executor runs: checked once it
+    // is known (check_default_executor_settings).
+    BOOST_TEST(parse_text("executor:\n  pool:\n    threads: 4\n").executor_type == "");
     BOOST_TEST(error_of([] { parse_text("executor:\n  tpye: pool\n"); }) ==
                "inline.yaml:2:9: executor.tpye: unknown key 'tpye' (did you mean 'type'?)");
+}
+
+BOOST_AUTO_TEST_CASE(settings_of_the_default_executor_need_no_type) {
+    const auto doc = config_document::from_string("executor:\n  pool:\n    threads: 2\n", "inline.yaml");
+    auto executor = doc.root().child("executor");
+    m0::check_default_executor_settings(executor, {"pool"});  // WSGI's default: accepted
+    BOOST_TEST(error_of([&] { m0::check_default_executor_settings(executor, {"asyncio"}); }) ==
+               "inline.yaml:2:3: executor.pool: settings for executor 'pool' but the effective executor is 'asyncio' "
+               "(the frontend's default); set executor.type: pool to run on it");
+    BOOST_TEST(error_of([&] { m0::check_default_executor_settings(executor, {"inline", "asyncio"}); }) ==
+               "inline.yaml:2:3: executor.pool: settings for executor 'pool' but the effective executors are "
+               "'inline', 'asyncio' (the frontend's default); set executor.type: pool to run on it");
+    BOOST_TEST(error_of([&] { m0::check_default_executor_settings(executor, {}); }) ==
+               "inline.yaml:2:3: executor.pool: settings for executor 'pool' but no executor is built from "
+               "'executor:' (every mount names one of 'executors:')");
 }
 
 BOOST_AUTO_TEST_CASE(plugin_paths_from_set_resolve_against_the_cwd) {

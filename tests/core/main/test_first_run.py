@@ -89,6 +89,52 @@ def test_shortcuts_are_sets_underneath(tmp_path):
     assert "log.level" in out.stderr and "loud" in out.stderr
 
 
+def effective_section(text, name):
+    """The lines of one top-level section of --check's output."""
+    lines, inside = [], False
+    for line in text.splitlines():
+        if line and not line.startswith(" "):
+            inside = line.startswith(name + ":")
+        elif inside:
+            lines.append(line.strip())
+    return lines
+
+
+@needs_python
+def test_the_defaults_of_workers_share_the_cores_and_bound_the_pool():
+    """`--workers N` alone: CPUs / N reactors per process (never more reactors
+    than cores), one pool thread that never grows (a process opens at most one
+    database connection per pool thread), all shown by --check."""
+    cpus = os.cpu_count() or 1
+    base = ("--app", "client_apps:wsgi_app", "--interface", "wsgi", "--chdir", HTTP_APPS, "--check")
+    for workers in (1, 2, 4):
+        out = m0test.run_m0(*base, "--workers", str(workers), env={"VIRTUAL_ENV": sys.prefix})
+        assert out.returncode == 0, out.stderr
+        server = effective_section(out.stdout, "server")
+        assert f"threads: {max(1, cpus // workers)}" in server, out.stdout
+        executor = effective_section(out.stdout, "executor")
+        assert "type: pool" in executor and "threads: 1" in executor and "max_threads: 1" in executor, out.stdout
+
+
+@needs_python
+def test_a_key_of_the_effective_executor_is_set_without_its_type(tmp_path):
+    base = ("--app", "client_apps:wsgi_app", "--interface", "wsgi", "--chdir", HTTP_APPS, "--check")
+    env = {"VIRTUAL_ENV": sys.prefix}
+    out = m0test.run_m0(*base, "--set", "executor.pool.threads=2", env=env)
+    assert out.returncode == 0, out.stderr
+    executor = effective_section(out.stdout, "executor")
+    assert "type: pool" in executor and "threads: 2" in executor and "max_threads: 2" in executor, out.stdout
+    # Settings of an executor that does not run are still refused, located.
+    out = m0test.run_m0(*base, "--set", "executor.asyncio.loops=2", env=env)
+    assert out.returncode == CONFIG_ERROR
+    assert ("executor.asyncio: settings for executor 'asyncio' but the effective executor is 'pool' (the "
+            "frontend's default); set executor.type: asyncio to run on it") in out.stderr, out.stderr
+    path, out = check(tmp_path, "frontend:\n  type: http\nexecutor:\n  pool: {threads: 2}\n")
+    assert out.returncode == CONFIG_ERROR
+    assert (f"{path}:4:3: executor.pool: settings for executor 'pool' but the effective executor is 'inline'"
+            in out.stderr), out.stderr
+
+
 @needs_python
 def test_a_missing_module_says_which_python_and_sys_path(tmp_path):
     out = m0test.run_m0("--app", "no_such_module_m0:app", "--interface", "wsgi", "--chdir", str(tmp_path),

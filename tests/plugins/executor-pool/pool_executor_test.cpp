@@ -9,8 +9,11 @@
 #include <sched.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -268,9 +271,30 @@ BOOST_AUTO_TEST_CASE(a_thread_grown_from_a_pinned_reactor_starts_on_the_pools_co
     for (const auto& mine : cores.seen) BOOST_TEST(CPU_EQUAL(&mine, &all));
 }
 
-// batch_sched: every pool thread runs its jobs under SCHED_BATCH; without
-// it they keep the default policy (SCHED_OTHER).
-BOOST_DATA_TEST_CASE(batch_sched_sets_the_policy_of_every_thread, bdata::make({false, true}), batch) {
+// The scheduling policy of each of this process's threads named m0-pool-*,
+// from /proc/self/task/<tid>/stat (field 41).
+std::multiset<int> pool_thread_policies() {
+    std::multiset<int> out;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(task.path() / "comm"), stat(task.path() / "stat");
+        std::string name, text;
+        std::getline(comm, name);
+        std::getline(stat, text);
+        if (name.rfind("m0-pool-", 0) != 0 || text.empty()) continue;
+        std::istringstream fields(text.substr(text.rfind(')') + 2));  // from field 3 (state) on
+        std::string field;
+        for (int i = 3; i <= 41 && fields >> field; ++i) {}
+        out.insert(std::stoi(field));
+    }
+    return out;
+}
+
+// batch_sched: a pool thread parks under SCHED_BATCH (a reactor's wake does
+// not preempt the reactor) and runs its jobs under the default policy (a
+// job's own waits, a database query say, end with a wake that preempts);
+// without it the threads keep the default policy throughout.
+BOOST_DATA_TEST_CASE(batch_sched_parks_under_sched_batch_and_runs_jobs_under_the_default, bdata::make({false, true}),
+                     batch) {
     auto o = options_for(ring_kind::vyukov, 2);
     o.batch_sched = batch;
     pool_executor ex(o);
@@ -289,8 +313,24 @@ BOOST_DATA_TEST_CASE(batch_sched_sets_the_policy_of_every_thread, bdata::make({f
             },
             [](bool) {}));
     BOOST_REQUIRE(reactor.drain(10s));
+    BOOST_TEST((policies == std::set<int>{SCHED_OTHER}));
+    // Both threads idle, parked: under SCHED_BATCH with batch_sched.
+    const int parked_policy = batch ? SCHED_BATCH : SCHED_OTHER;
+    BOOST_TEST(eventually([&] { return pool_thread_policies() == std::multiset<int>{parked_policy, parked_policy}; },
+                          10s));
+    // Woken for a job, a thread runs it under the default policy again.
+    std::promise<int> ran;
+    reactor.lane->submit(make_job(
+        [&](m0::completion_port&) {
+            int policy = -1;
+            sched_param param{};
+            pthread_getschedparam(pthread_self(), &policy, &param);
+            ran.set_value(policy);
+        },
+        [](bool) {}));
+    BOOST_REQUIRE(reactor.drain(10s));
+    BOOST_TEST(ran.get_future().get() == SCHED_OTHER);
     ex.stop();
-    BOOST_TEST((policies == std::set<int>{batch ? SCHED_BATCH : SCHED_OTHER}));
 }
 
 // stop() with jobs queued behind busy threads: each job either ran or was

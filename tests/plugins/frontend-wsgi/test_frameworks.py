@@ -22,17 +22,7 @@ def site(m0_server, executor):
     return start
 
 
-def cookies_of(resp):
-    jar = {}
-    for k, v in resp.headers:
-        if k.lower() == "set-cookie":
-            name, _, rest = v.partition("=")
-            jar[name.strip()] = rest.split(";", 1)[0]
-    return jar
-
-
-def cookie_header(jar):
-    return "; ".join(f"{k}={v}" for k, v in jar.items())
+cookies_of, cookie_header = m0test.cookies_of, m0test.cookie_header
 
 
 def form_post(server, path, fields, jar, referer):
