@@ -27,7 +27,8 @@ enum class client_auth { none, optional, required };
 struct settings {
     certificate_files certificate;                // tls.cert, tls.key, tls.password, tls.password_file
     std::vector<certificate_files> sni;           // tls.sni: more chains, chosen by the name a client asks for
-    client_auth client_auth = client_auth::none;  // tls.client_auth
+    // Qualified: the member has the enum's name.
+    tls::client_auth client_auth = tls::client_auth::none;  // tls.client_auth
     std::string ca;                               // tls.ca: PEM bundle of the CAs client certificates chain to
     std::string crl;                              // tls.crl: PEM CRL(s) checked against client certificates
     std::uint16_t min_version = 0x0303;           // tls.min_version: "1.2" (0x0303) or "1.3" (0x0304)
