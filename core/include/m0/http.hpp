@@ -25,6 +25,7 @@
 #include <m0/api.hpp>
 #include <m0/http_fields.hpp>
 #include <m0/reactor.hpp>
+#include <m0/tls_info.hpp>
 
 namespace m0::http {
 
@@ -57,6 +58,9 @@ struct request {
     boost::asio::ip::tcp::endpoint local;
     // "http", or "https" when a trusted proxy says the client used TLS.
     std::string_view scheme = "http";
+    // On a listener marked `tls`: the connection's TLS session (version,
+    // cipher, SNI, the client's certificate); null on a plain one.
+    const tls_info* tls = nullptr;
 
     // First header with this name (case-insensitive); nullopt if none.
     M0_API std::optional<std::string_view> header(std::string_view name) const;

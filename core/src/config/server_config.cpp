@@ -33,9 +33,11 @@ std::chrono::milliseconds millis(std::chrono::nanoseconds value) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(value);
 }
 
-// "HOST:PORT" followed by options separated by spaces; the one option is
-// `proxy` (connections start with a PROXY protocol header).
+// "HOST:PORT" followed by options separated by spaces: `proxy` (connections
+// start with a PROXY protocol header), `tls` (they speak TLS, configured by
+// the `tls:` section); both may be given.
 listen_address parse_listen_entry(const std::string& text, const config_node& at) {
+    static const std::vector<std::string> options = {"proxy", "tls"};
     listen_address out;
     out.text = text;
     std::size_t end = text.find(' ');
@@ -45,13 +47,17 @@ listen_address parse_listen_entry(const std::string& text, const config_node& at
         if (start == std::string::npos) break;
         end = text.find(' ', start);
         const std::string option = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-        if (option != "proxy") {
+        if (option == "proxy") {
+            out.proxy_protocol = true;
+        } else if (option == "tls") {
+            out.tls = true;
+        } else {
             std::string msg = "unknown listen option '" + option + "' in '" + text + "'";
-            if (nearest_key(option, {"proxy"})) msg += " (did you mean 'proxy'?)";
-            else msg += " (the one option is 'proxy': connections start with a PROXY protocol header)";
+            if (auto near = nearest_key(option, options)) msg += " (did you mean '" + *near + "'?)";
+            else msg += " (the options are 'proxy': connections start with a PROXY protocol header, and 'tls': "
+                        "they speak TLS, configured by the tls: section)";
             at.fail("", msg);
         }
-        out.proxy_protocol = true;
     }
     return out;
 }

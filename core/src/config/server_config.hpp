@@ -23,6 +23,7 @@ struct listen_address {
     std::string text;                        // as written, options included ("127.0.0.1:8000 proxy")
     boost::asio::ip::tcp::endpoint endpoint;
     bool proxy_protocol = false;             // "HOST:PORT proxy": connections start with a PROXY header
+    bool tls = false;                        // "HOST:PORT tls": connections speak TLS (the `tls:` section)
 };
 
 // An executor of the deployment: one of `executors:`, or the `executor:`
@@ -79,7 +80,7 @@ struct server_config {
 // (config_document::unread_sections).
 inline const std::vector<std::string> core_sections = {"server",    "plugins", "frontend", "executor",
                                                        "executors", "mounts",  "http",     "log",
-                                                       "metrics",   "scheduler"};
+                                                       "metrics",   "scheduler", "tls"};
 
 // Validates the core's own sections; other top-level keys are module sections.
 // `frontend` and `executor` hold plugin keys too: only `type` is read here

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace m0::http::detail {
 
@@ -17,6 +18,8 @@ constexpr std::size_t copy_threshold = 4096;
 // A coalescing buffer bigger than this is not kept between responses.
 constexpr std::size_t max_spare_capacity = 64 * 1024;
 constexpr int max_iov = 16;
+// flush(sink&) gathers up to one TLS record's worth of plaintext per call.
+constexpr std::size_t gather_size = 16 * 1024;
 // Per sendfile call; the socket buffer limits it far earlier in practice.
 constexpr std::uint64_t max_sendfile_chunk = 1u << 30;
 }  // namespace
@@ -114,6 +117,7 @@ output_queue::result output_queue::flush_bytes(int sock, int& error) {
         ++count;
     }
     bool short_write = false;
+    std::size_t written = 0;
     if (count > 0) {
         msghdr msg{};
         msg.msg_iov = iov;
@@ -128,15 +132,21 @@ output_queue::result output_queue::flush_bytes(int sock, int& error) {
             error = errno;
             return result::failed;
         }
-        pending_ -= static_cast<std::uint64_t>(n);
         short_write = static_cast<std::size_t>(n) < total;
-        auto left = static_cast<std::size_t>(n);
-        for (std::size_t i = first_; i < segments_.size() && segments_[i].fd < 0 && left > 0; ++i) {
-            segment& s = segments_[i];
-            const std::size_t take = std::min(left, s.size() - s.offset);
-            s.offset += take;
-            left -= take;
-        }
+        written = static_cast<std::size_t>(n);
+    }
+    consume(written);  // also steps over empty segments
+    // A short write means the socket buffer is full.
+    return short_write ? result::would_block : result::done;
+}
+
+void output_queue::consume(std::size_t n) noexcept {
+    pending_ -= n;
+    for (std::size_t i = first_; i < segments_.size() && segments_[i].fd < 0 && n > 0; ++i) {
+        segment& s = segments_[i];
+        const std::size_t take = std::min(n, s.size() - s.offset);
+        s.offset += take;
+        n -= take;
     }
     // Skip what is now fully written; stop at a partial segment.
     while (first_ < segments_.size() && segments_[first_].fd < 0 &&
@@ -147,8 +157,66 @@ output_queue::result output_queue::flush_bytes(int sock, int& error) {
             spare_ = std::move(s.bytes);
         ++first_;
     }
-    // A short write means the socket buffer is full.
-    return short_write ? result::would_block : result::done;
+}
+
+output_queue::result output_queue::flush(sink& to, int& error) {
+    while (first_ < segments_.size()) {
+        segment& s = segments_[first_];
+        result r = s.fd >= 0 ? flush_file_through(to, s, error) : flush_bytes_through(to, error);
+        if (r != result::done) return r;
+    }
+    recycle();
+    return result::done;
+}
+
+output_queue::result output_queue::flush_bytes_through(sink& to, int& error) {
+    const segment& head = segments_[first_];
+    const char* data = head.data() + head.offset;
+    std::size_t len = head.size() - head.offset;
+    if (len < gather_size) {
+        // A head and a small body, or a few small chunks: one record, one
+        // send. Gathered again the same way after a would_block (the queue
+        // only grows at its end), so the retry starts with the same bytes.
+        if (!gather_) gather_.reset(new char[gather_size]);
+        len = 0;
+        for (std::size_t i = first_; i < segments_.size() && segments_[i].fd < 0 && len < gather_size; ++i) {
+            const segment& s = segments_[i];
+            const std::size_t take = std::min(gather_size - len, s.size() - s.offset);
+            std::memcpy(gather_.get() + len, s.data() + s.offset, take);
+            len += take;
+        }
+        data = gather_.get();
+    }
+    std::size_t written = 0;
+    const result r = to.write(data, len, written, error);
+    if (r == result::failed) return r;
+    consume(written);
+    return r;
+}
+
+output_queue::result output_queue::flush_file_through(sink& to, segment& s, int& error) {
+    if (!gather_) gather_.reset(new char[gather_size]);
+    while (s.file_left > 0) {
+        const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(s.file_left, gather_size));
+        const ssize_t got = ::pread(s.fd, gather_.get(), want, static_cast<off_t>(s.file_offset));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+            // got == 0: the file is shorter than the range promised to the client.
+            error = got < 0 ? errno : EIO;
+            return result::failed;
+        }
+        std::size_t written = 0;
+        const result r = to.write(gather_.get(), static_cast<std::size_t>(got), written, error);
+        if (r == result::failed) return r;
+        s.file_offset += written;
+        s.file_left -= written;
+        pending_ -= written;
+        if (r == result::would_block) return r;
+    }
+    ::close(s.fd);
+    s.fd = -1;
+    ++first_;
+    return result::done;
 }
 
 void output_queue::recycle() noexcept {

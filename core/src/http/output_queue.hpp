@@ -41,6 +41,21 @@ public:
     // Writes to the non-blocking socket `sock` until done or it would
     // block. On failed, `error` holds the errno.
     result flush(int sock, int& error);
+
+    // What bytes go through instead of the socket's own calls (TLS).
+    class sink {
+    public:
+        // Takes a prefix of [data, data + len) and says how much, or takes
+        // nothing and says would_block; then the next call passes the same
+        // bytes again (more may follow them).
+        virtual result write(const char* data, std::size_t len, std::size_t& written, int& error) = 0;
+
+    protected:
+        ~sink() = default;
+    };
+    // The same through `to`: small pieces are gathered into one call (a TLS
+    // record each, up to 16 KiB), file ranges are read and passed on.
+    result flush(sink& to, int& error);
     // Drops everything queued (closing files).
     void clear() noexcept;
 
@@ -59,12 +74,17 @@ private:
     };
     result flush_file(int sock, segment& s, int& error);
     result flush_bytes(int sock, int& error);
+    result flush_file_through(sink& to, segment& s, int& error);
+    result flush_bytes_through(sink& to, int& error);
+    // n more bytes of the byte segments from first_ on were written.
+    void consume(std::size_t n) noexcept;
     void recycle() noexcept;
 
     std::vector<segment> segments_;
     std::size_t first_ = 0;  // segments before it are fully written
     std::uint64_t pending_ = 0;
     std::string spare_;      // a coalescing buffer kept for the next response
+    std::unique_ptr<char[]> gather_;  // flush(sink&): pieces gathered, file bytes read
 };
 
 }  // namespace m0::http::detail

@@ -31,6 +31,7 @@ server::server(reactor_context& ctx, handler& h)
         slot.source = l;
         const std::size_t i = listeners_.size();
         slot.proxy_protocol = clients_ && i < clients_->proxy_protocol.size() && clients_->proxy_protocol[i];
+        slot.tls = clients_ && clients_->tls_contexts && i < clients_->tls.size() && clients_->tls[i];
         slot.retry = std::make_unique<asio::steady_timer>(io_);
         listeners_.push_back(std::move(slot));
     }
@@ -112,8 +113,12 @@ void server::start_burst(std::size_t i) {
     auto burst = std::move(slot.burst);
     slot.burst.clear();
     ++slot.burst_mark;  // checks still queued are stale
+    // Connections keep the TLS context they start with; a reload only
+    // changes which one later connections get.
+    std::shared_ptr<const tls::server_context> tls;
+    if (slot.tls && !burst.empty()) tls = clients_->tls_contexts->get();
     for (auto& socket : burst) {
-        auto s = std::make_shared<session>(shared_from_this(), std::move(socket), slot.proxy_protocol);
+        auto s = std::make_shared<session>(shared_from_this(), std::move(socket), slot.proxy_protocol, tls);
         s->start();
         // Accepted, so its client is sending a request to this process: the
         // session answers it and closes (a silent one after a short grace).

@@ -55,6 +55,7 @@ private:
     struct listener_slot {
         listener* source = nullptr;
         bool proxy_protocol = false;  // connections start with a PROXY header
+        bool tls = false;             // connections speak TLS
         bool accepting = false;
         std::unique_ptr<boost::asio::steady_timer> retry;
         // Accepted in this burst, sessions not started yet.

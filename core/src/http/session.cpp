@@ -52,11 +52,13 @@ boost::system::error_code body_error(unsigned status) {
 }
 }  // namespace
 
-session::session(std::shared_ptr<server> owner, asio::ip::tcp::socket socket, bool proxy_protocol)
+session::session(std::shared_ptr<server> owner, asio::ip::tcp::socket socket, bool proxy_protocol,
+                 std::shared_ptr<const tls::server_context> tls)
     : server_(std::move(owner)),
       limits_(server_->limits()),
       recorder_(server_->recorder()),
       socket_(std::move(socket)),
+      tls_context_(std::move(tls)),
       timer_(server_->io()),
       parser_(limits_) {
     proxy_pending_ = proxy_protocol;
@@ -105,6 +107,11 @@ void session::process() {
         if (closed_) return;
         update_read_phase(clock::now());
         maybe_read();
+        return;
+    }
+    if (tls_context_ && !(tls_ && tls_->established())) {
+        processing_ = false;
+        if (!tls_) start_tls();
         return;
     }
     bool backlogged = false;
@@ -224,10 +231,139 @@ void session::maybe_read() {
         return;
     }
     read_pending_ = true;
-    socket_.async_read_some(asio::buffer(rbuf_.get() + rend_, rcap_ - rend_),
-                            [self = shared_from_this()](const error_code& ec, std::size_t n) {
-                                self->on_read(ec, n);
-                            });
+    read_async();
+}
+
+// ---------------------------------------------------------------- transport
+
+namespace {
+// The output queue's way through TLS.
+struct tls_sink final : output_queue::sink {
+    explicit tls_sink(tls::connection& c) : conn(c) {}
+    output_queue::result write(const char* data, std::size_t len, std::size_t& written, int& error) override {
+        switch (conn.write(data, len, written)) {
+            case tls::connection::status::done: return output_queue::result::done;
+            case tls::connection::status::want_write: return output_queue::result::would_block;
+            case tls::connection::status::want_read:  // no renegotiation: a peer that asks for one is broken
+            case tls::connection::status::closed:
+            case tls::connection::status::failed: break;
+        }
+        error = conn.socket_error() ? conn.socket_error() : EPROTO;
+        return output_queue::result::failed;
+    }
+    tls::connection& conn;
+};
+}  // namespace
+
+std::size_t session::read_now(char* p, std::size_t cap, error_code& ec) {
+    // A lingering close only discards what arrives: no need to decrypt it.
+    if (!tls_ || lingering_) return socket_.read_some(asio::buffer(p, cap), ec);
+    std::size_t n = 0;
+    tls_wants_write_ = false;
+    switch (tls_->read(p, cap, n)) {
+        case tls::connection::status::done: ec = {}; return n;
+        case tls::connection::status::want_write: tls_wants_write_ = true; [[fallthrough]];
+        case tls::connection::status::want_read: ec = asio::error::would_block; return 0;
+        case tls::connection::status::closed: ec = asio::error::eof; return 0;
+        case tls::connection::status::failed: break;
+    }
+    ec = error_code(tls_->socket_error() ? tls_->socket_error() : ECONNRESET, boost::system::system_category());
+    return 0;
+}
+
+void session::read_async() {
+    if (!tls_ || lingering_) {
+        socket_.async_read_some(asio::buffer(rbuf_.get() + rend_, rcap_ - rend_),
+                                [self = shared_from_this()](const error_code& ec, std::size_t n) {
+                                    self->on_read(ec, n);
+                                });
+        return;
+    }
+    // OpenSSL reads ahead: records may wait in it with the socket empty.
+    if (tls_->has_buffered_input() && !tls_wants_write_) {
+        asio::post(server_->io(), [self = shared_from_this()] { self->tls_read_ready(); });
+        return;
+    }
+    socket_.async_wait(tls_wants_write_ ? asio::socket_base::wait_write : asio::socket_base::wait_read,
+                       [self = shared_from_this()](const error_code& ec) {
+                           if (ec)
+                               self->on_read(ec, 0);
+                           else
+                               self->tls_read_ready();
+                       });
+}
+
+void session::tls_read_ready() {
+    if (closed_) {
+        read_pending_ = false;
+        return;
+    }
+    error_code ec;
+    const std::size_t n = read_now(rbuf_.get() + rend_, rcap_ - rend_, ec);
+    if (ec == asio::error::would_block) {
+        read_async();
+        return;
+    }
+    on_read(ec, n);
+}
+
+void session::start_tls() {
+    tls_ = std::make_unique<tls::connection>(*tls_context_, socket_.native_handle());
+    // Bytes that followed a PROXY header are the client's first TLS bytes.
+    if (rend_ > rbegin_) tls_->prepend_input(std::string_view(rbuf_.get() + rbegin_, rend_ - rbegin_));
+    rbegin_ = rend_ = 0;
+    scheme_ = "https";
+    set_read_deadline(after(tls_context_->config().handshake_timeout, clock::now()));
+    tls_handshake_step();
+}
+
+void session::tls_handshake_step() {
+    if (closed_) return;
+    const auto wait = [this](asio::socket_base::wait_type type) {
+        socket_.async_wait(type, [self = shared_from_this()](const error_code& ec) {
+            if (!ec) self->tls_handshake_step();
+        });
+    };
+    switch (tls_->handshake()) {
+        case tls::connection::status::done: {
+            if (recorder_) recorder_->tls_handshake(tls_->resumed());
+            if (log::enabled(log::level::debug)) {
+                const auto& info = tls_->info();
+                log::debug(log_prefix() + ": TLS handshake done: " + info.cipher_name +
+                           (info.resumed ? ", resumed" : "") +
+                           (info.server_name.empty() ? "" : ", server name " + info.server_name));
+            }
+            // The first request's header timeout starts now.
+            phase_ = read_phase::none;
+            update_read_phase(clock::now());
+            process();
+            return;
+        }
+        case tls::connection::status::want_read: wait(asio::socket_base::wait_read); return;
+        case tls::connection::status::want_write: wait(asio::socket_base::wait_write); return;
+        case tls::connection::status::closed:
+        case tls::connection::status::failed: tls_failed(tls_->failure()); return;
+    }
+}
+
+// Counted by reason and logged at debug only: a scanner or a broken client
+// must not flood the log.
+void session::tls_failed(tls::handshake_failure why) {
+    if (recorder_) recorder_->tls_handshake_failed(static_cast<std::size_t>(why));
+    if (log::enabled(log::level::debug))
+        log::debug(log_prefix() + ": TLS handshake failed (" + std::string(tls::to_string(why)) + ")" +
+                   (tls_->failure_detail().empty() ? "" : ": " + tls_->failure_detail()));
+    if (why == tls::handshake_failure::plain_http) {
+        // The client speaks plain HTTP, the one thing it can read: say what
+        // went wrong in it, then close.
+        tls_.reset();
+        tls_context_.reset();
+        scheme_ = "http";
+        answer_error(400, "This port speaks HTTPS: plain HTTP was sent to it.\n");
+        flush();
+        return;
+    }
+    close();
 }
 
 void session::on_read(const error_code& ec, std::size_t n) {
@@ -289,6 +425,7 @@ void session::dispatch() {
     data->req.remote = remote_;
     data->req.local = local_;
     data->req.scheme = scheme_;
+    data->req.tls = tls_ ? &tls_->info() : nullptr;
     if (trusts_forwarded_) resolve_client(data->req);
     ++served_;
     const auto max = limits_.max_requests_per_connection;
@@ -614,11 +751,15 @@ void session::abort(exchange_impl& ex) {
 
 void session::send_error(unsigned status, std::string_view reason) {
     log_rejection(status, reason);
+    std::string body(reason_phrase(status));
+    body.push_back('\n');
+    answer_error(status, body);
+}
+
+void session::answer_error(unsigned status, std::string_view body) {
     parser_.stop();
     if (building_) building_->clear();
     static const std::vector<response_header> text_plain{{"Content-Type", "text/plain"}};
-    std::string body(reason_phrase(status));
-    body.push_back('\n');
     head_spec spec;
     spec.status = status;
     spec.headers = &text_plain;
@@ -737,7 +878,14 @@ void session::flush() {
     if (!out_.empty()) {
         int err = 0;
         const auto before = out_.pending();
-        const auto r = out_.flush(socket_.native_handle(), err);
+        if (tls_ && !tls_->established()) return;  // nothing is written before the handshake ends
+        output_queue::result r;
+        if (tls_) {
+            tls_sink through_tls{*tls_};
+            r = out_.flush(through_tls, err);
+        } else {
+            r = out_.flush(socket_.native_handle(), err);
+        }
         if (recorder_) recorder_->bytes_out(before - out_.pending());
         if (r == output_queue::result::failed) {
             mark_gone();
@@ -866,7 +1014,7 @@ void session::serve_pull() {
             return;
         }
         error_code ec;
-        const std::size_t n = socket_.read_some(asio::buffer(rbuf_.get() + rend_, rcap_ - rend_), ec);
+        const std::size_t n = read_now(rbuf_.get() + rend_, rcap_ - rend_, ec);
         if (ec == asio::error::would_block || ec == asio::error::try_again) break;
         if (ec == asio::error::eof) {
             peer_eof_ = true;
@@ -1107,6 +1255,7 @@ void session::stream_close() {
 void session::start_linger() {
     lingering_ = true;
     phase_ = read_phase::none;
+    if (tls_) tls_->send_close_notify();
     error_code ec;
     socket_.shutdown(asio::socket_base::shutdown_send, ec);
     if (peer_eof_ || ec) {
@@ -1189,7 +1338,7 @@ void session::drain() {
     if (phase_ == read_phase::idle) {  // its timer closes it when the grace ends
         const auto now = clock::now();
         error_code ec;
-        const bool bytes_waiting = socket_.available(ec) > 0 && !ec;
+        const bool bytes_waiting = (socket_.available(ec) > 0 && !ec) || (tls_ && tls_->has_buffered_input());
         const auto since = bytes_waiting ? now : idle_since_;
         if (now - since < next_request_grace) {
             set_read_deadline(std::min(read_deadline_, since + next_request_grace));
@@ -1251,6 +1400,10 @@ void session::on_timer(const error_code& ec) {
     if (now >= read_deadline_) {
         if (proxy_pending_) {
             refuse_proxy_header("no complete PROXY protocol header within http.header_timeout");
+            return;
+        }
+        if (tls_ && !tls_->established()) {
+            tls_failed(tls::handshake_failure::timeout);
             return;
         }
         if (lingering_ || phase_ == read_phase::idle || discarding_) {

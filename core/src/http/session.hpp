@@ -23,6 +23,8 @@
 #include <boost/intrusive/list_hook.hpp>
 
 #include <m0/http.hpp>
+#include <m0/tls/connection.hpp>
+#include <m0/tls/server_context.hpp>
 
 #include "http/output_queue.hpp"
 #include "http/request_data.hpp"
@@ -40,8 +42,11 @@ public:
     using clock = std::chrono::steady_clock;
 
     // proxy_protocol: the connection starts with a PROXY protocol header
-    // (a listener marked `proxy`), read before any HTTP.
-    session(std::shared_ptr<server> owner, boost::asio::ip::tcp::socket socket, bool proxy_protocol = false);
+    // (a listener marked `proxy`), read before any HTTP. tls: set on a
+    // listener marked `tls`: a TLS handshake (after the PROXY header) comes
+    // before any HTTP, and every byte after it goes through TLS.
+    session(std::shared_ptr<server> owner, boost::asio::ip::tcp::socket socket, bool proxy_protocol = false,
+            std::shared_ptr<const tls::server_context> tls = nullptr);
     ~session();
     session(const session&) = delete;
     session& operator=(const session&) = delete;
@@ -104,6 +109,16 @@ private:
         std::uint64_t body_bytes = 0;  // handed to the connection, for the access log
     };
 
+    // Transport: the socket itself, or TLS over it.
+    // Reads what is there now into [p, p + cap); would_block when nothing is.
+    std::size_t read_now(char* p, std::size_t cap, boost::system::error_code& ec);
+    // The read maybe_read issues: into the buffer at rend_, then on_read.
+    void read_async();
+    void tls_read_ready();
+    void start_tls();
+    void tls_handshake_step();
+    void tls_failed(tls::handshake_failure why);
+
     // Request side.
     void process();
     bool ensure_read_space(bool may_grow);
@@ -154,6 +169,8 @@ private:
                         std::uint64_t length);
     // Answers a rejected request and closes after it; logs one line.
     void send_error(unsigned status, std::string_view reason);
+    // The same without the log line, with this body (text/plain).
+    void answer_error(unsigned status, std::string_view body);
     void log_rejection(unsigned status, std::string_view reason) const;
     // "http: reactor 0: 127.0.0.1:5000": who a log line is about.
     std::string log_prefix() const;
@@ -188,6 +205,11 @@ private:
     // request, which the exchange no longer holds (for record_response).
     const request* released_req_ = nullptr;
     boost::asio::ip::tcp::socket socket_;
+    // TLS: the context this connection started from (kept for its SNI
+    // contexts), and the connection once started; null on plain TCP.
+    std::shared_ptr<const tls::server_context> tls_context_;
+    std::unique_ptr<tls::connection> tls_;
+    bool tls_wants_write_ = false;  // the last TLS read needs the socket writable first
     boost::asio::steady_timer timer_;
     boost::asio::ip::tcp::endpoint remote_;  // the socket's peer, or the PROXY header's source
     boost::asio::ip::tcp::endpoint local_;

@@ -221,6 +221,15 @@ deployment build_deployment(const run_options& options) {
     config_node root = d.doc.root();
     config_errors errors;
     d.cfg = parse_server_config(root, errors);
+    if (auto cert = root.child("tls").optional_string("cert")) {  // TEMP until the tls section's parser lands
+        tls::settings ts;
+        ts.certificate.cert = *cert;
+        ts.certificate.key = root.child("tls").string("key", "");
+        tls::load_report report;
+        d.tls = tls::server_context::load(ts, report);
+        d.tls_settings = ts;
+        for (auto& e : report.errors) log::error("tls: " + e);
+    }
     log::set_level(parse_level(d.cfg.log_level));
     d.loader = std::make_unique<plugin_loader>(search_dirs_for(d.cfg));
 

@@ -76,11 +76,33 @@ std::uint64_t requests_served(const reactor_set& sched) {
     return n;
 }
 
-std::shared_ptr<const http::client_policy> make_client_policy(const server_config& cfg) {
+std::shared_ptr<const http::client_policy> make_client_policy(const deployment& d) {
     auto policy = std::make_shared<http::client_policy>();
-    policy->forwarded_trusted = cfg.forwarded_allow_ips;
-    for (const auto& l : cfg.listen) policy->proxy_protocol.push_back(l.proxy_protocol);
+    policy->forwarded_trusted = d.cfg.forwarded_allow_ips;
+    for (const auto& l : d.cfg.listen) {
+        policy->proxy_protocol.push_back(l.proxy_protocol);
+        policy->tls.push_back(l.tls);
+    }
+    if (d.tls) policy->tls_contexts = std::make_shared<http::tls_context_slot>(d.tls);
     return policy;
+}
+
+// SIGHUP in a process without a supervisor: the certificates and keys are
+// read again from their paths (a renewal replaces the files, or the
+// symlinks to them); new connections get them, open ones keep theirs. A set
+// that fails to load is refused and the one loaded before serves on.
+void reload_certificates(const deployment& d, http::tls_context_slot& slot) {
+    tls::load_report report;
+    auto fresh = tls::server_context::load(*d.tls_settings, report);
+    for (const auto& w : report.warnings) log::warning("tls: " + w);
+    if (!fresh) {
+        for (const auto& e : report.errors) log::error("tls: " + e);
+        log::error("received SIGHUP: the TLS certificates did not load (above); the ones loaded before serve on");
+        return;
+    }
+    slot.replace(std::move(fresh));
+    log::info("received SIGHUP: TLS certificates and keys reloaded; new connections use them (reloading code "
+              "and configuration needs a supervisor: server.workers > 1)");
 }
 
 }  // namespace
@@ -103,7 +125,8 @@ int serve(deployment& d, const process_role& role) {
     so.pin_cores = d.cfg.pin_cores;
     so.first_core = role.index * d.cfg.threads;
     for (const auto& l : d.cfg.listen) so.addresses.push_back(l.endpoint);
-    so.clients = make_client_policy(d.cfg);
+    const auto clients = make_client_policy(d);
+    so.clients = clients;
     so.limits = d.cfg.http;
     so.services = d.services.get();
     if (role.sockets) role.sockets->hand_to_scheduler(role.index, so);
@@ -200,6 +223,8 @@ int serve(deployment& d, const process_role& role) {
         const int sig = limit ? sigtimedwait(&stop_signals, &info, &tick) : sigwaitinfo(&stop_signals, &info);
         if (sig > 0 && is_stop(sig)) {
             first = sig;
+        } else if (sig == SIGHUP && !role.supervised && clients->tls_contexts) {
+            reload_certificates(d, *clients->tls_contexts);
         } else if (sig > 0) {
             on_other_signal(sig, role.supervised, reopen_logs);
         } else if (limit && !asked && requests_served(*sched) >= limit) {

@@ -10,7 +10,12 @@
 #include <new>
 #include <stdexcept>
 
+#include <m0/tls/connection.hpp>
+
 namespace m0::telemetry {
+
+static_assert(static_cast<std::size_t>(tls::handshake_failure::other) + 1 == tls_failure_reasons,
+              "a slot per TLS handshake failure reason");
 
 namespace {
 
@@ -94,6 +99,8 @@ void for_each_label(std::string_view stored, F&& fn) {
 struct metrics_table::totals {
     std::uint64_t open = 0, in_flight = 0, executor_jobs = 0, accepted = 0, bytes_in = 0, bytes_out = 0;
     std::uint64_t proxy_refused = 0, forwarded_ignored = 0;
+    std::uint64_t tls_handshakes = 0, tls_resumed = 0;
+    std::array<std::uint64_t, tls_failure_reasons> tls_failures{};
     unsigned processes_alive = 0;
     struct process {
         int pid = 0;  // 0: not running
@@ -256,6 +263,9 @@ metrics_table::totals metrics_table::sum() const {
             t.bytes_out += load(s.bytes_out);
             t.proxy_refused += load(s.proxy_headers_refused);
             t.forwarded_ignored += load(s.forwarded_headers_ignored);
+            t.tls_handshakes += load(s.tls_handshakes);
+            t.tls_resumed += load(s.tls_resumed);
+            for (std::size_t k = 0; k < tls_failure_reasons; ++k) t.tls_failures[k] += load(s.tls_failures[k]);
             for (std::size_t m = 0; m < mounts_.size(); ++m) {
                 auto& c = mount(s, m);
                 auto& into = t.mounts[m];
@@ -352,6 +362,14 @@ std::string metrics_table::prometheus() const {
            "Connections closed for a missing or malformed PROXY protocol header.", t.proxy_refused);
     single("m0_forwarded_headers_ignored_total", "counter",
            "Requests whose malformed forwarding headers from a trusted proxy were ignored.", t.forwarded_ignored);
+    single("m0_tls_handshakes_total", "counter", "TLS handshakes completed.", t.tls_handshakes);
+    single("m0_tls_resumed_total", "counter", "TLS handshakes that resumed a session (ticket or session id).",
+           t.tls_resumed);
+    metric("m0_tls_handshake_failures_total", "counter", "TLS handshakes that failed, by reason.");
+    for (std::size_t k = 1; k < tls_failure_reasons; ++k)
+        out += "m0_tls_handshake_failures_total{reason=\"" +
+               std::string(tls::to_string(static_cast<tls::handshake_failure>(k))) + "\"} " +
+               std::to_string(t.tls_failures[k]) + "\n";
     single("m0_worker_processes", "gauge", "Serving processes running now.", t.processes_alive);
     single("m0_reactor_threads", "gauge", "Reactor threads per serving process.", reactors_);
     prometheus_reactors(t, out);

@@ -23,6 +23,10 @@ inline constexpr std::array<std::uint64_t, 13> latency_bounds_us = {
     1'000, 2'500, 5'000, 10'000, 25'000, 50'000, 100'000, 250'000, 500'000, 1'000'000, 2'500'000, 5'000'000,
     10'000'000};
 
+// TLS handshake failures are counted by reason: tls::handshake_failure's
+// values, `none` included so the index is the value.
+inline constexpr std::size_t tls_failure_reasons = 10;
+
 // Status classes: 0 no response (the connection ended first), 1..5 for 1xx..5xx.
 inline constexpr std::size_t status_classes = 6;
 
@@ -41,6 +45,11 @@ struct reactor_slot {
     // as malformed.
     std::atomic<std::uint64_t> proxy_headers_refused{0};
     std::atomic<std::uint64_t> forwarded_headers_ignored{0};
+    // TLS handshakes completed (of them resumed from a ticket or session id)
+    // and failed, by reason.
+    std::atomic<std::uint64_t> tls_handshakes{0};
+    std::atomic<std::uint64_t> tls_resumed{0};
+    std::array<std::atomic<std::uint64_t>, tls_failure_reasons> tls_failures{};
 };
 
 // One executor of one serving process, as its metrics sampler last saw it

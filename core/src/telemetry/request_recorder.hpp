@@ -51,6 +51,16 @@ public:
     void proxy_header_refused() noexcept {
         if (slot_) slot_->proxy_headers_refused.fetch_add(1, std::memory_order_relaxed);
     }
+    void tls_handshake(bool resumed) noexcept {
+        if (!slot_) return;
+        slot_->tls_handshakes.fetch_add(1, std::memory_order_relaxed);
+        if (resumed) slot_->tls_resumed.fetch_add(1, std::memory_order_relaxed);
+    }
+    // `reason`: a tls::handshake_failure value.
+    void tls_handshake_failed(std::size_t reason) noexcept {
+        if (slot_ && reason < telemetry::tls_failure_reasons)
+            slot_->tls_failures[reason].fetch_add(1, std::memory_order_relaxed);
+    }
     void forwarded_headers_ignored() noexcept {
         if (slot_) slot_->forwarded_headers_ignored.fetch_add(1, std::memory_order_relaxed);
     }

@@ -1,0 +1,298 @@
+#include "m0/tls/connection.hpp"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include "m0/tls/server_context.hpp"
+
+namespace m0::tls {
+
+// What the socket BIO reads from and writes to. Its own BIO rather than
+// OpenSSL's socket BIO: bytes read before the handshake (after a PROXY
+// header) come first, writes never raise SIGPIPE (MSG_NOSIGNAL), and the
+// errno of a failed call is kept for the caller.
+struct connection::io_state {
+    int fd = -1;
+    std::string prefix;
+    std::size_t prefix_used = 0;
+    bool eof = false;
+    int error = 0;
+};
+
+namespace {
+
+int bio_read(BIO* b, char* out, std::size_t len, std::size_t* done) {
+    auto* io = static_cast<connection::io_state*>(BIO_get_data(b));
+    BIO_clear_retry_flags(b);
+    if (io->prefix_used < io->prefix.size()) {
+        const std::size_t n = std::min(len, io->prefix.size() - io->prefix_used);
+        std::memcpy(out, io->prefix.data() + io->prefix_used, n);
+        io->prefix_used += n;
+        if (io->prefix_used == io->prefix.size()) std::string().swap(io->prefix), io->prefix_used = 0;
+        *done = n;
+        return 1;
+    }
+    for (;;) {
+        const ssize_t n = ::recv(io->fd, out, len, 0);
+        if (n > 0) {
+            *done = static_cast<std::size_t>(n);
+            return 1;
+        }
+        if (n == 0) {
+            io->eof = true;
+            return 0;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_read(b);
+        else io->error = errno;
+        return 0;
+    }
+}
+
+int bio_write(BIO* b, const char* in, std::size_t len, std::size_t* done) {
+    auto* io = static_cast<connection::io_state*>(BIO_get_data(b));
+    BIO_clear_retry_flags(b);
+    for (;;) {
+        const ssize_t n = ::send(io->fd, in, len, MSG_NOSIGNAL);
+        if (n >= 0) {
+            *done = static_cast<std::size_t>(n);
+            return 1;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_write(b);
+        else io->error = errno;
+        return 0;
+    }
+}
+
+long bio_ctrl(BIO*, int cmd, long, void*) {
+    // Writes go straight to the socket: there is nothing to flush.
+    return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+int bio_create(BIO* b) {
+    BIO_set_init(b, 1);
+    return 1;
+}
+
+const BIO_METHOD* socket_method() {
+    static BIO_METHOD* const method = [] {
+        BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "m0 socket");
+        BIO_meth_set_read_ex(m, bio_read);
+        BIO_meth_set_write_ex(m, bio_write);
+        BIO_meth_set_ctrl(m, bio_ctrl);
+        BIO_meth_set_create(m, bio_create);
+        return m;
+    }();
+    return method;
+}
+
+std::string to_pem(X509* cert) {
+    std::string out;
+    BIO* mem = BIO_new(BIO_s_mem());
+    if (mem && PEM_write_bio_X509(mem, cert) == 1) {
+        char* data = nullptr;
+        const long n = BIO_get_mem_data(mem, &data);
+        if (n > 0) out.assign(data, static_cast<std::size_t>(n));
+    }
+    BIO_free(mem);
+    return out;
+}
+
+std::string rfc4514(X509_NAME* name) {
+    std::string out;
+    BIO* mem = BIO_new(BIO_s_mem());
+    if (mem && X509_NAME_print_ex(mem, name, 0, XN_FLAG_RFC2253) >= 0) {
+        char* data = nullptr;
+        const long n = BIO_get_mem_data(mem, &data);
+        if (n > 0) out.assign(data, static_cast<std::size_t>(n));
+    }
+    BIO_free(mem);
+    return out;
+}
+
+bool is_alert_reason(int reason) {
+    // OpenSSL reports an alert received from the peer as reason
+    // SSL_AD_REASON_OFFSET + the alert's code.
+    return reason >= SSL_AD_REASON_OFFSET && reason < SSL_AD_REASON_OFFSET + 256;
+}
+
+}  // namespace
+
+std::string_view to_string(handshake_failure f) noexcept {
+    switch (f) {
+        case handshake_failure::none: return "none";
+        case handshake_failure::timeout: return "timeout";
+        case handshake_failure::plain_http: return "plain_http";
+        case handshake_failure::closed: return "closed";
+        case handshake_failure::protocol_version: return "protocol_version";
+        case handshake_failure::no_shared_cipher: return "no_shared_cipher";
+        case handshake_failure::client_certificate: return "client_certificate";
+        case handshake_failure::peer_alert: return "peer_alert";
+        case handshake_failure::malformed: return "malformed";
+        case handshake_failure::other: return "other";
+    }
+    return "other";
+}
+
+connection::connection(const server_context& ctx, int fd) : io_(std::make_unique<io_state>()) {
+    io_->fd = fd;
+    ssl_ = SSL_new(ctx.native());
+    if (!ssl_) return;
+    BIO* bio = BIO_new(socket_method());
+    BIO_set_data(bio, io_.get());
+    SSL_set_bio(ssl_, bio, bio);
+    SSL_set_accept_state(ssl_);
+    // Read whole socket buffers, not a record header and then its body:
+    // one recv per burst of records instead of two per record.
+    SSL_set_read_ahead(ssl_, 1);
+    // Most clients end a connection without close_notify: that is an end of
+    // stream, not an attack on a protocol (HTTP frames its own bodies).
+    SSL_set_options(ssl_, SSL_OP_IGNORE_UNEXPECTED_EOF);
+}
+
+connection::~connection() {
+    if (ssl_) SSL_free(ssl_);
+}
+
+void connection::prepend_input(std::string_view bytes) {
+    io_->prefix.append(bytes);
+}
+
+connection::status connection::handshake() {
+    if (established_) return status::done;
+    if (!ssl_) {
+        failure_ = handshake_failure::other;
+        failure_detail_ = "out of memory";
+        return status::failed;
+    }
+    ERR_clear_error();
+    const int r = SSL_do_handshake(ssl_);
+    if (r == 1) {
+        established_ = true;
+        return status::done;
+    }
+    return after_error(r, true);
+}
+
+connection::status connection::read(char* buf, std::size_t cap, std::size_t& n) {
+    n = 0;
+    ERR_clear_error();
+    if (SSL_read_ex(ssl_, buf, cap, &n) == 1) return status::done;
+    return after_error(0, false);
+}
+
+bool connection::has_buffered_input() const noexcept {
+    return io_->prefix_used < io_->prefix.size() || (ssl_ && SSL_has_pending(ssl_));
+}
+
+connection::status connection::write(const char* data, std::size_t len, std::size_t& n) {
+    n = 0;
+    if (len == 0) return status::done;
+    ERR_clear_error();
+    if (SSL_write_ex(ssl_, data, len, &n) == 1) return status::done;
+    return after_error(0, false);
+}
+
+void connection::send_close_notify() noexcept {
+    if (!ssl_ || !established_) return;
+    ERR_clear_error();
+    SSL_shutdown(ssl_);
+    ERR_clear_error();
+}
+
+connection::status connection::after_error(int ret, bool handshaking) {
+    const int e = SSL_get_error(ssl_, ret);
+    switch (e) {
+        case SSL_ERROR_WANT_READ: return status::want_read;
+        case SSL_ERROR_WANT_WRITE: return status::want_write;
+        case SSL_ERROR_ZERO_RETURN:
+            if (!handshaking) return status::closed;
+            failure_ = handshake_failure::closed;
+            failure_detail_ = "the client closed the connection";
+            return status::failed;
+        default: break;
+    }
+    socket_errno_ = io_->error;
+    if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) {
+        // The socket ended or failed under OpenSSL's feet.
+        if (!handshaking && socket_errno_ == 0) return status::closed;
+        failure_ = handshake_failure::closed;
+        failure_detail_ = socket_errno_ ? std::strerror(socket_errno_) : "the client closed the connection";
+        return status::failed;
+    }
+    classify_failure(e);
+    return status::failed;
+}
+
+void connection::classify_failure(int) {
+    // The first error queued is the cause; later ones are consequences.
+    const unsigned long err = ERR_peek_error();
+    char text[256];
+    ERR_error_string_n(err, text, sizeof text);
+    failure_detail_ = text;
+    ERR_clear_error();
+    if (ERR_GET_LIB(err) != ERR_LIB_SSL) {
+        failure_ = handshake_failure::other;
+        return;
+    }
+    const int reason = ERR_GET_REASON(err);
+    switch (reason) {
+        case SSL_R_HTTP_REQUEST:
+        case SSL_R_HTTPS_PROXY_REQUEST: failure_ = handshake_failure::plain_http; return;
+        case SSL_R_UNSUPPORTED_PROTOCOL:
+        case SSL_R_VERSION_TOO_LOW:
+        case SSL_R_UNKNOWN_PROTOCOL: failure_ = handshake_failure::protocol_version; return;
+        case SSL_R_NO_SHARED_CIPHER:
+        case SSL_R_NO_SHARED_GROUPS:
+        case SSL_R_NO_SUITABLE_SIGNATURE_ALGORITHM: failure_ = handshake_failure::no_shared_cipher; return;
+        case SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE:
+        case SSL_R_CERTIFICATE_VERIFY_FAILED: failure_ = handshake_failure::client_certificate; return;
+        default: break;
+    }
+    failure_ = is_alert_reason(reason) ? handshake_failure::peer_alert : handshake_failure::malformed;
+}
+
+bool connection::resumed() const noexcept { return ssl_ && SSL_session_reused(ssl_) == 1; }
+
+const tls_info& connection::info() {
+    if (info_) return *info_;
+    info_ = std::make_unique<tls_info>();
+    tls_info& i = *info_;
+    if (!ssl_ || !established_) return i;
+    i.version = static_cast<std::uint16_t>(SSL_version(ssl_));
+    if (const SSL_CIPHER* c = SSL_get_current_cipher(ssl_)) {
+        i.cipher_suite = SSL_CIPHER_get_protocol_id(c);
+        i.cipher_name = SSL_CIPHER_get_name(c);
+    }
+    if (const char* sni = SSL_get_servername(ssl_, TLSEXT_NAMETYPE_host_name)) i.server_name = sni;
+    const unsigned char* alpn = nullptr;
+    unsigned alpn_len = 0;
+    SSL_get0_alpn_selected(ssl_, &alpn, &alpn_len);
+    if (alpn) i.alpn.assign(reinterpret_cast<const char*>(alpn), alpn_len);
+    i.resumed = SSL_session_reused(ssl_) == 1;
+    if (X509* own = SSL_get_certificate(ssl_)) i.server_cert = to_pem(own);
+    if (X509* leaf = SSL_get0_peer_certificate(ssl_)) {
+        i.client_cert_chain.push_back(to_pem(leaf));
+        i.client_subject = rfc4514(X509_get_subject_name(leaf));
+        // On a server the peer chain leaves out the leaf.
+        if (STACK_OF(X509)* chain = SSL_get_peer_cert_chain(ssl_))
+            for (int k = 0; k < sk_X509_num(chain); ++k) {
+                X509* c = sk_X509_value(chain, k);
+                if (X509_cmp(c, leaf) != 0) i.client_cert_chain.push_back(to_pem(c));
+            }
+        const long verify = SSL_get_verify_result(ssl_);
+        if (verify != X509_V_OK) i.client_verify_error = X509_verify_cert_error_string(verify);
+    }
+    return i;
+}
+
+}  // namespace m0::tls
