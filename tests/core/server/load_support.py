@@ -16,14 +16,14 @@ class Wrk:
     draining process closes between two requests is HTTP's normal end of an
     idle connection, which a client retries, and wrk would count it."""
 
-    def __init__(self, port, path="/hello", connections=8):
+    def __init__(self, port, path="/hello", connections=8, scheme="http"):
         binary = shutil.which("wrk")
         assert binary, "wrk is not installed (scripts/setup installs it)"
         # A request waits as long as it must on a busy machine: only refused,
         # reset or failed requests count here, never slow ones.
         self.proc = subprocess.Popen(
             [binary, "-t1", f"-c{connections}", "-d600s", f"--timeout={int(m0test.scaled(60))}s",
-             "-H", "Connection: close", f"http://127.0.0.1:{port}{path}"],
+             "-H", "Connection: close", f"{scheme}://127.0.0.1:{port}{path}"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.output = ""
 
