@@ -120,17 +120,18 @@ def http_get(port, path, timeout=1.0):
     return status, body
 
 
-def request_once(port, method="GET", path="/", body=b"", headers=(), timeout=1.0):
+def request_once(port, method="GET", path="/", body=b"", headers=(), timeout=1.0, tls=None):
     """(status, body) of one request on a fresh connection, the response read
     by its Content-Length (uWSGI does not close on `Connection: close`), or
-    None if it fails."""
+    None if it fails. `tls`: an ssl.SSLContext to speak HTTPS with."""
     head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
     for name, value in headers:
         head += f"{name}: {value}\r\n"
     if body or method in ("POST", "PUT"):
         head += f"Content-Length: {len(body)}\r\n"
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+            s = tls.wrap_socket(raw, server_hostname="localhost") if tls else raw
             s.sendall(head.encode() + b"\r\n" + body)
             data = b""
             while b"\r\n\r\n" not in data:
@@ -154,6 +155,48 @@ def request_once(port, method="GET", path="/", body=b"", headers=(), timeout=1.0
         return None
 
 
+NGINX_CONF = """\
+worker_processes {workers};
+{affinity}
+daemon off;
+master_process on;
+pid {tmp}/nginx.pid;
+error_log {tmp}/nginx-error.log warn;
+events {{
+    worker_connections 4096;
+}}
+http {{
+    access_log off;
+    client_body_temp_path {tmp}/body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    keepalive_requests 1000000;
+    server {{
+        listen 127.0.0.1:{port} reuseport{listen_options};
+{server_extra}        location /hello {{
+            default_type text/plain;
+            return 200 "Hello, World!";
+        }}
+    }}
+}}
+"""
+
+
+def nginx_config(tmp, port, workers=1, pin=False, listen_options="", server_extra=""):
+    """Writes an nginx.conf answering GET /hello with "Hello, World!" into
+    `tmp` (with the temp directories nginx wants); returns its path."""
+    for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        os.makedirs(os.path.join(tmp, d), exist_ok=True)
+    path = os.path.join(tmp, f"nginx-{port}.conf")
+    with open(path, "w") as f:
+        f.write(NGINX_CONF.format(workers=workers, tmp=tmp, port=port, listen_options=listen_options,
+                                  server_extra=server_extra,
+                                  affinity="worker_cpu_affinity auto;" if pin else ""))
+    return path
+
+
 class Peer:
     """One server under test, in its own session and process group."""
 
@@ -165,9 +208,9 @@ class Peer:
         self.log_path = os.path.join(self.log_dir, f"{name}.log")
         self.proc = None
 
-    def start(self, ready_path="/", ready_timeout=30.0):
-        """Starts the server and waits until it answers GET ready_path;
-        returns that first (status, body)."""
+    def start(self, ready_path="/", ready_timeout=30.0, tls=None):
+        """Starts the server and waits until it answers GET ready_path (over
+        HTTPS with the ssl.SSLContext `tls`); returns that first (status, body)."""
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(["env", "--default-signal=INT,QUIT", *self.cmd], stdout=log,
                                      stderr=subprocess.STDOUT, env=self.env, cwd=self.cwd,
@@ -176,7 +219,7 @@ class Peer:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.log()}")
-            got = request_once(self.port, "GET", ready_path, timeout=0.5)
+            got = request_once(self.port, "GET", ready_path, timeout=0.5, tls=tls)
             if got is not None:
                 return got
             time.sleep(0.05)
@@ -301,13 +344,13 @@ def run_wrk_measured(peer, url, connections, duration, threads=1, headers=BROWSE
     return r
 
 
-def measure(peer, url, connections, duration, wrk_threads, script=None, thread_prefixes=()):
+def measure(peer, url, connections, duration, wrk_threads, script=None, thread_prefixes=(), headers=BROWSER_HEADERS):
     """One wrk run after a discarded 1 s warm-up, with the server's CPU µs per
     request; r.thread_us[prefix] is that of the server's threads whose name
     starts with prefix (m0 names its threads), for each of thread_prefixes."""
-    run_wrk(url, connections, "1s", wrk_threads, script=script)
+    run_wrk(url, connections, "1s", wrk_threads, headers, script=script)
     before = group_thread_sample(peer.proc.pid) if thread_prefixes else {}
-    r = run_wrk_measured(peer, url, connections, duration, wrk_threads, script=script)
+    r = run_wrk_measured(peer, url, connections, duration, wrk_threads, headers, script=script)
     after = group_thread_sample(peer.proc.pid) if thread_prefixes else {}
     r.thread_us = {p: thread_cpu.us_per_request(before, after, r.requests, p) for p in thread_prefixes}
     if r.errors or r.non_2xx:
