@@ -72,14 +72,16 @@ std::string describe(const std::vector<x509_ptr>& chain, std::size_t i) {
 
 // Each certificate must be issued by the one after it, as a client reads the
 // chain the server sends; the last may be issued by a CA the client has.
-void check_order(const std::string& where, const std::vector<x509_ptr>& chain, load_report& report) {
+// False when not.
+bool check_order(const std::string& where, const std::vector<x509_ptr>& chain, load_report& report) {
     for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
         if (X509_check_issued(chain[i + 1].get(), chain[i].get()) == X509_V_OK) continue;
         report.errors.push_back(where + ": the chain is out of order: " + describe(chain, i) +
                                 " is not issued by " + describe(chain, i + 1) +
                                 " (put the server's certificate first, then each issuer after what it signed)");
-        return;
+        return false;
     }
+    return true;
 }
 
 void check_dates(const std::string& where, const std::vector<x509_ptr>& chain, load_report& report) {
@@ -221,12 +223,13 @@ std::optional<loaded_chain> load_chain(const certificate_files& files, const std
     const std::string where = quoted(key_prefix + ".cert", files.cert);
     chain.certificates = read_certificates(key_prefix + ".cert", files.cert, report);
     chain.key = read_key(files, key_prefix, report);
-    if (!chain.certificates.empty()) {
-        check_order(where, chain.certificates, report);
-        check_dates(where, chain.certificates, report);
-        chain.names = files.names.empty() ? dns_names(chain.certificates.front().get()) : files.names;
-    }
-    if (!chain.certificates.empty() && chain.key && !X509_check_private_key(chain.certificates.front().get(), chain.key.get())) {
+    if (chain.certificates.empty()) return std::nullopt;
+    // Out of order, the first certificate may not be the server's: its key
+    // would not match it either, which says nothing more.
+    const bool in_order = check_order(where, chain.certificates, report);
+    check_dates(where, chain.certificates, report);
+    chain.names = files.names.empty() ? dns_names(chain.certificates.front().get()) : files.names;
+    if (in_order && chain.key && !X509_check_private_key(chain.certificates.front().get(), chain.key.get())) {
         ERR_clear_error();
         report.errors.push_back(quoted(key_prefix + ".key", files.key) + " does not match the certificate in " + where);
     }
