@@ -23,6 +23,7 @@ struct listen_address {
     std::string text;                        // as written, options included ("127.0.0.1:8000 proxy")
     boost::asio::ip::tcp::endpoint endpoint;
     bool proxy_protocol = false;             // "HOST:PORT proxy": connections start with a PROXY header
+    bool tls = false;                        // "HOST:PORT tls": connections speak TLS (the `tls:` section)
 };
 
 // An executor of the deployment: one of `executors:`, or the `executor:`

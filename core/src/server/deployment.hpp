@@ -13,6 +13,8 @@
 #include <m0/module.hpp>
 #include <m0/scheduler.hpp>
 #include <m0/services.hpp>
+#include <m0/tls/server_context.hpp>
+#include <m0/tls/settings.hpp>
 
 #include "config/server_config.hpp"
 #include "plugin/plugin_loader.hpp"
@@ -58,6 +60,10 @@ struct deployment {
     std::optional<telemetry::access_log_format> access_format;
     std::unique_ptr<telemetry::metrics_table> metrics;
     std::unique_ptr<telemetry::metrics_server> metrics_server;
+    // The `tls:` section and the contexts built (and every file checked)
+    // from it; both empty without one.
+    std::optional<tls::settings> tls_settings;
+    std::shared_ptr<const tls::server_context> tls;
 
     // The listening sockets of one serving process, as the scheduler lays them out.
     socket_layout sockets() const { return scheduler->sockets(cfg.threads); }

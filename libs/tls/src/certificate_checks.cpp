@@ -173,8 +173,7 @@ pkey_ptr read_key(const certificate_files& files, const std::string& key_prefix,
                                                         : key_prefix + ".password") +
                                 "; " + reason + ")");
     else
-        report.errors.push_back(where + ": no private key in it (expected PEM: PKCS#1, PKCS#8 or SEC1; " + reason +
-                                ")");
+        report.errors.push_back(where + ": no private key in it (expected PEM: PKCS#1, PKCS#8 or SEC1)");
     return nullptr;
 }
 
@@ -196,7 +195,8 @@ std::vector<x509_ptr> read_certificates(const std::string& key, const std::strin
     while (X509* cert = PEM_read_bio_X509(in.get(), nullptr, nullptr, nullptr)) out.emplace_back(cert);
     ERR_clear_error();  // the end of the file reads as "no start line"
     if (out.empty())
-        report.errors.push_back(quoted(key, path) + ": no certificate in it (expected PEM '-----BEGIN CERTIFICATE-----')");
+        report.errors.push_back(quoted(key, path) +
+                                ": no certificate in it (expected PEM '-----BEGIN CERTIFICATE-----')");
     return out;
 }
 

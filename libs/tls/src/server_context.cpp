@@ -16,13 +16,6 @@ namespace {
 
 using namespace detail;
 
-// Mozilla's "intermediate" TLS 1.2 list (server-side-tls, v5.7): AEAD
-// ciphers with forward secrecy. The DHE ones are kept for the few clients
-// without ECDHE; SSL_CTX_set_dh_auto picks RFC 7919 groups sized to the key.
-constexpr const char* intermediate_ciphers =
-    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
-    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:"
-    "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-CHACHA20-POLY1305";
 constexpr const char* key_exchange_groups = "X25519:prime256v1:secp384r1";
 // Sessions a serving process remembers for TLS 1.2 resumption by id; tickets
 // carry the rest (and work across processes).
@@ -173,7 +166,8 @@ ssl_ctx_ptr make_context(const settings& s, const loaded_chain& chain, const cli
     }
     SSL_CTX* c = ctx.get();
     SSL_CTX_set_min_proto_version(c, s.min_version);
-    if (!SSL_CTX_set_cipher_list(c, s.ciphers.empty() ? intermediate_ciphers : s.ciphers.c_str()))
+    const std::string ciphers = s.ciphers.empty() ? std::string(intermediate_ciphers) : s.ciphers;
+    if (!SSL_CTX_set_cipher_list(c, ciphers.c_str()))
         report.errors.push_back("tls.ciphers '" + s.ciphers + "': OpenSSL refuses the list (" + openssl_reason() +
                                 "); see `openssl ciphers -v '" + s.ciphers + "'`");
     if (!s.ciphersuites.empty() && !SSL_CTX_set_ciphersuites(c, s.ciphersuites.c_str()))

@@ -23,8 +23,8 @@ using test::write_chain;
 using session_ptr = std::unique_ptr<SSL_SESSION, detail::openssl_free<SSL_SESSION_free>>;
 
 struct client_hello {
-    std::string server_name;                  // empty: no SNI
-    std::string alpn;                         // wire format, e.g. "\x02h2\x08http/1.1"
+    std::string server_name{};                // empty: no SNI
+    std::string alpn{};                       // wire format, e.g. "\x02h2\x08http/1.1"
     SSL_SESSION* session = nullptr;           // to resume
     int max_version = TLS1_3_VERSION;
     const test::identity* certificate = nullptr;  // the client's
@@ -135,21 +135,22 @@ BOOST_FIXTURE_TEST_SUITE(handshakes, two_chains)
 
 BOOST_AUTO_TEST_CASE(sni_chooses_the_chain_named_and_the_default_otherwise) {
     const auto server = load();
-    BOOST_TEST(handshake(server->native(), {"b.example"}).server_subject == "b.example");
-    BOOST_TEST(handshake(server->native(), {"www.b.example"}).server_subject == "b.example");
-    BOOST_TEST(handshake(server->native(), {"unknown.example"}).server_subject == "a.example");
+    BOOST_TEST(handshake(server->native(), {.server_name = "b.example"}).server_subject == "b.example");
+    BOOST_TEST(handshake(server->native(), {.server_name = "www.b.example"}).server_subject == "b.example");
+    BOOST_TEST(handshake(server->native(), {.server_name = "unknown.example"}).server_subject == "a.example");
     BOOST_TEST(handshake(server->native(), {}).server_subject == "a.example");
     s.sni.front().names = {"configured.example"};
     const auto renamed = load();
-    BOOST_TEST(handshake(renamed->native(), {"configured.example"}).server_subject == "b.example");
-    BOOST_TEST(handshake(renamed->native(), {"b.example"}).server_subject == "a.example");
+    BOOST_TEST(handshake(renamed->native(), {.server_name = "configured.example"}).server_subject == "b.example");
+    BOOST_TEST(handshake(renamed->native(), {.server_name = "b.example"}).server_subject == "a.example");
 }
 
 BOOST_AUTO_TEST_CASE(alpn_picks_http_1_1_and_goes_on_without_a_common_protocol) {
     const auto server = load();
-    const auto both = handshake(server->native(), {"a.example", std::string("\x02h2\x08http/1.1", 12)});
+    const auto both =
+        handshake(server->native(), {.server_name = "a.example", .alpn = std::string("\x02h2\x08http/1.1", 12)});
     BOOST_TEST(both.protocol == "http/1.1");
-    const auto none = handshake(server->native(), {"a.example", std::string("\x02h2", 3)});
+    const auto none = handshake(server->native(), {.server_name = "a.example", .alpn = std::string("\x02h2", 3)});
     BOOST_TEST(none.completed);
     BOOST_TEST(none.protocol.empty());
 }
@@ -159,13 +160,16 @@ BOOST_AUTO_TEST_CASE(a_ticket_resumes_on_another_context_with_the_same_secret_on
         BOOST_TEST_CONTEXT("TLS version " << std::hex << version) {
             const auto first = load();
             const auto second = load();  // another serving process
-            const auto issued = handshake(first->native(), {"a.example", "", nullptr, version});
+            const client_hello fresh{.server_name = "a.example", .max_version = version};
+            const auto issued = handshake(first->native(), fresh);
             BOOST_REQUIRE(issued.session);
-            BOOST_TEST(handshake(second->native(), {"a.example", "", issued.session.get(), version}).resumed);
+            client_hello resuming = fresh;
+            resuming.session = issued.session.get();
+            BOOST_TEST(handshake(second->native(), resuming).resumed);
             s.ticket_secret.fill(8);  // another deployment
             const auto other = load();
             s.ticket_secret.fill(7);
-            const auto refused = handshake(other->native(), {"a.example", "", issued.session.get(), version});
+            const auto refused = handshake(other->native(), resuming);
             BOOST_TEST(refused.completed);
             BOOST_TEST(!refused.resumed);
         }
@@ -175,10 +179,12 @@ BOOST_AUTO_TEST_CASE(a_ticket_resumes_on_another_context_with_the_same_secret_on
 BOOST_AUTO_TEST_CASE(without_session_tickets_a_session_does_not_cross_contexts) {
     s.session_tickets = false;
     const auto first = load();
-    const auto issued = handshake(first->native(), {"a.example", "", nullptr, TLS1_2_VERSION});
+    client_hello hello{.server_name = "a.example", .max_version = TLS1_2_VERSION};
+    const auto issued = handshake(first->native(), hello);
     BOOST_REQUIRE(issued.session);
-    BOOST_TEST(handshake(first->native(), {"a.example", "", issued.session.get(), TLS1_2_VERSION}).resumed);
-    BOOST_TEST(!handshake(load()->native(), {"a.example", "", issued.session.get(), TLS1_2_VERSION}).resumed);
+    hello.session = issued.session.get();
+    BOOST_TEST(handshake(first->native(), hello).resumed);  // from its session cache
+    BOOST_TEST(!handshake(load()->native(), hello).resumed);
 }
 
 BOOST_AUTO_TEST_CASE(required_client_auth_refuses_a_client_without_a_good_certificate_on_every_chain) {
@@ -187,11 +193,11 @@ BOOST_AUTO_TEST_CASE(required_client_auth_refuses_a_client_without_a_good_certif
     const auto server = load();
     for (const char* name : {"a.example", "b.example"}) {
         BOOST_TEST_CONTEXT(name) {
-            BOOST_TEST(!handshake(server->native(), {name}).completed);
-            client_hello stranger{name};
+            BOOST_TEST(!handshake(server->native(), {.server_name = name}).completed);
+            client_hello stranger{.server_name = name};
             stranger.certificate = &pki().stranger;
             BOOST_TEST(!handshake(server->native(), stranger).completed);
-            client_hello known{name};
+            client_hello known{.server_name = name};
             known.certificate = &pki().client;
             const auto accepted = handshake(server->native(), known);
             BOOST_TEST(accepted.completed);
@@ -206,8 +212,8 @@ BOOST_AUTO_TEST_CASE(optional_client_auth_lets_a_bad_certificate_through_with_it
     const auto server = load();
     for (const char* name : {"a.example", "b.example"}) {
         BOOST_TEST_CONTEXT(name) {
-            BOOST_TEST(handshake(server->native(), {name}).completed);
-            client_hello stranger{name};
+            BOOST_TEST(handshake(server->native(), {.server_name = name}).completed);
+            client_hello stranger{.server_name = name};
             stranger.certificate = &pki().stranger;
             const auto let_through = handshake(server->native(), stranger);
             BOOST_TEST(let_through.completed);
@@ -224,7 +230,7 @@ BOOST_AUTO_TEST_CASE(a_context_outlives_its_server_context) {
     ssl_ctx_ptr kept(server->native());
     SSL_CTX_up_ref(kept.get());
     server.reset();
-    const auto later = handshake(kept.get(), {"b.example", std::string("\x08http/1.1", 9)});
+    const auto later = handshake(kept.get(), {.server_name = "b.example", .alpn = std::string("\x08http/1.1", 9)});
     BOOST_TEST(later.server_subject == "b.example");
     BOOST_TEST(later.protocol == "http/1.1");
     BOOST_TEST(later.session != nullptr);

@@ -114,16 +114,30 @@ std::string temp_dir::write(const std::string& name, const std::string& text) co
 const test_pki& pki() {
     static const test_pki made = [] {
         test_pki p;
-        p.ca = make_identity({"m0 test CA", {}, true, -1, 3650});
-        p.intermediate = make_identity({"m0 test intermediate", {}, true, -1, 3650}, &p.ca);
-        p.a = make_identity({"a.example", {"a.example", "www.a.example"}}, &p.intermediate);
-        p.b = make_identity({"b.example", {"b.example", "*.b.example"}}, &p.intermediate);
-        p.rsa = make_identity({"rsa.example", {"rsa.example"}, false, -1, 365, key_type::rsa}, &p.intermediate);
-        p.expired = make_identity({"expired.example", {"expired.example"}, false, -30, -1}, &p.intermediate);
-        p.not_yet_valid = make_identity({"later.example", {"later.example"}, false, 1, 30}, &p.intermediate);
-        p.expiring = make_identity({"soon.example", {"soon.example"}, false, -30, 5}, &p.intermediate);
-        p.client = make_identity({"client"}, &p.intermediate);
-        p.stranger = make_identity({"stranger"});
+        p.ca = make_identity({.common_name = "m0 test CA", .ca = true, .valid_until_days = 3650});
+        p.intermediate =
+            make_identity({.common_name = "m0 test intermediate", .ca = true, .valid_until_days = 3650}, &p.ca);
+        p.a = make_identity({.common_name = "a.example", .dns_names = {"a.example", "www.a.example"}}, &p.intermediate);
+        p.b = make_identity({.common_name = "b.example", .dns_names = {"b.example", "*.b.example"}}, &p.intermediate);
+        p.rsa = make_identity({.common_name = "rsa.example", .dns_names = {"rsa.example"}, .type = key_type::rsa},
+                              &p.intermediate);
+        p.expired = make_identity({.common_name = "expired.example",
+                                   .dns_names = {"expired.example"},
+                                   .valid_from_days = -30,
+                                   .valid_until_days = -1},
+                                  &p.intermediate);
+        p.not_yet_valid = make_identity({.common_name = "later.example",
+                                         .dns_names = {"later.example"},
+                                         .valid_from_days = 1,
+                                         .valid_until_days = 30},
+                                        &p.intermediate);
+        p.expiring = make_identity({.common_name = "soon.example",
+                                    .dns_names = {"soon.example"},
+                                    .valid_from_days = -30,
+                                    .valid_until_days = 5},
+                                   &p.intermediate);
+        p.client = make_identity({.common_name = "client"}, &p.intermediate);
+        p.stranger = make_identity({.common_name = "stranger"});
         return p;
     }();
     return made;

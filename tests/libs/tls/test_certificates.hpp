@@ -19,8 +19,8 @@ struct identity {
 };
 
 struct certificate_request {
-    std::string common_name;
-    std::vector<std::string> dns_names;  // subjectAltName
+    std::string common_name{};
+    std::vector<std::string> dns_names{};  // subjectAltName
     bool ca = false;
     long valid_from_days = -1;  // relative to now
     long valid_until_days = 365;

@@ -1,0 +1,17 @@
+#pragma once
+// The `tls:` section (libs/tls/README.md): certificate chains, client
+// authentication, versions and ciphers, session tickets, as the plain
+// settings libs/tls builds its OpenSSL contexts from.
+#include <m0/config.hpp>
+#include <m0/tls/settings.hpp>
+
+namespace m0 {
+
+// Each key is checked on its own, its errors added to `errors`; paths are
+// resolved against the config file's directory (and --check prints them
+// so; never a password). Makes the deployment's session ticket secret: this
+// runs once per deployment, before any fork, so every serving process
+// shares it.
+tls::settings parse_tls_config(const config_node& tls, config_errors& errors);
+
+}  // namespace m0
