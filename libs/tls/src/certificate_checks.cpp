@@ -177,6 +177,24 @@ pkey_ptr read_key(const certificate_files& files, const std::string& key_prefix,
     return nullptr;
 }
 
+// Every PEM object of one kind in a file, in order (`Read` is OpenSSL's
+// PEM_read_bio_X509 and the like); empty, with an error, when the file
+// cannot be read or holds none.
+template <class Pointer, auto Read>
+std::vector<Pointer> read_all(const std::string& key, const std::string& path, const char* what,
+                              const char* pem_label, load_report& report) {
+    std::vector<Pointer> out;
+    std::string text;
+    const auto in = open_pem(key, path, text, report);
+    if (!in) return out;
+    while (auto* object = Read(in.get(), nullptr, nullptr, nullptr)) out.emplace_back(object);
+    ERR_clear_error();  // the end of the file reads as "no start line"
+    if (out.empty())
+        report.errors.push_back(quoted(key, path) + ": no " + what + " in it (expected PEM '-----BEGIN " + pem_label +
+                                "-----')");
+    return out;
+}
+
 }  // namespace
 
 std::string openssl_reason() {
@@ -188,28 +206,11 @@ std::string openssl_reason() {
 }
 
 std::vector<x509_ptr> read_certificates(const std::string& key, const std::string& path, load_report& report) {
-    std::vector<x509_ptr> out;
-    std::string text;
-    const auto in = open_pem(key, path, text, report);
-    if (!in) return out;
-    while (X509* cert = PEM_read_bio_X509(in.get(), nullptr, nullptr, nullptr)) out.emplace_back(cert);
-    ERR_clear_error();  // the end of the file reads as "no start line"
-    if (out.empty())
-        report.errors.push_back(quoted(key, path) +
-                                ": no certificate in it (expected PEM '-----BEGIN CERTIFICATE-----')");
-    return out;
+    return read_all<x509_ptr, PEM_read_bio_X509>(key, path, "certificate", "CERTIFICATE", report);
 }
 
 std::vector<x509_crl_ptr> read_crls(const std::string& key, const std::string& path, load_report& report) {
-    std::vector<x509_crl_ptr> out;
-    std::string text;
-    const auto in = open_pem(key, path, text, report);
-    if (!in) return out;
-    while (X509_CRL* crl = PEM_read_bio_X509_CRL(in.get(), nullptr, nullptr, nullptr)) out.emplace_back(crl);
-    ERR_clear_error();
-    if (out.empty())
-        report.errors.push_back(quoted(key, path) + ": no CRL in it (expected PEM '-----BEGIN X509 CRL-----')");
-    return out;
+    return read_all<x509_crl_ptr, PEM_read_bio_X509_CRL>(key, path, "CRL", "X509 CRL", report);
 }
 
 std::optional<loaded_chain> load_chain(const certificate_files& files, const std::string& key_prefix,
