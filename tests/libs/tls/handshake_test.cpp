@@ -212,6 +212,19 @@ BOOST_AUTO_TEST_CASE(client_auth_required_refuses_and_optional_lets_through_a_cl
     }
 }
 
+BOOST_AUTO_TEST_CASE(a_client_certificate_the_crl_revokes_is_refused) {
+    s.client_auth = client_auth::required;
+    s.ca = dir.write("ca.pem", test::pem_of(pki().ca.cert.get()) + test::pem_of(pki().intermediate.cert.get()));
+    const auto with_crl = [&](const std::vector<const test::identity*>& revoked) {
+        s.crl = dir.write("crl.pem", test::crl_pem_of(pki().intermediate, revoked));
+        return handshake(load()->native(), {.server_name = "a.example", .certificate = &pki().client});
+    };
+    BOOST_TEST(with_crl({}).completed);
+    const auto revoked = with_crl({&pki().client});
+    BOOST_TEST(!revoked.completed);
+    BOOST_TEST(revoked.verify_result == X509_V_ERR_CERT_REVOKED);
+}
+
 BOOST_AUTO_TEST_CASE(a_context_outlives_its_server_context) {
     // A reload drops the server_context while connections still use its
     // SSL_CTX (each SSL holds a reference): what the callbacks read lives

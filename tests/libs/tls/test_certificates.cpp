@@ -84,6 +84,27 @@ std::string pem_of(EVP_PKEY* key, const std::string& password) {
     return text_of(out.get());
 }
 
+std::string crl_pem_of(const identity& issuer, const std::vector<const identity*>& revoked) {
+    std::unique_ptr<X509_CRL, detail::openssl_free<X509_CRL_free>> crl(X509_CRL_new());
+    X509_CRL_set_version(crl.get(), X509_CRL_VERSION_2);
+    X509_CRL_set_issuer_name(crl.get(), X509_get_subject_name(issuer.cert.get()));
+    std::unique_ptr<ASN1_TIME, detail::openssl_free<ASN1_TIME_free>> now(X509_time_adj_ex(nullptr, -1, 0, nullptr));
+    std::unique_ptr<ASN1_TIME, detail::openssl_free<ASN1_TIME_free>> next(X509_time_adj_ex(nullptr, 30, 0, nullptr));
+    X509_CRL_set1_lastUpdate(crl.get(), now.get());
+    X509_CRL_set1_nextUpdate(crl.get(), next.get());
+    for (const auto* cert : revoked) {
+        X509_REVOKED* entry = X509_REVOKED_new();
+        X509_REVOKED_set_serialNumber(entry, X509_get_serialNumber(cert->cert.get()));
+        X509_REVOKED_set_revocationDate(entry, now.get());
+        X509_CRL_add0_revoked(crl.get(), entry);
+    }
+    X509_CRL_sort(crl.get());
+    require(X509_CRL_sign(crl.get(), issuer.key.get(), EVP_sha256()) > 0, "signing a CRL");
+    bio_ptr out(BIO_new(BIO_s_mem()));
+    require(PEM_write_bio_X509_CRL(out.get(), crl.get()) == 1, "writing a CRL");
+    return text_of(out.get());
+}
+
 std::string traditional_pem_of(EVP_PKEY* key) {
     bio_ptr out(BIO_new(BIO_s_mem()));
     require(PEM_write_bio_PrivateKey_traditional(out.get(), key, nullptr, nullptr, 0, nullptr, nullptr) == 1,

@@ -33,6 +33,8 @@ identity make_identity(const certificate_request& request, const identity* issue
 std::string pem_of(X509* cert);
 // PKCS#8; encrypted (AES-256-CBC) when `password` is not empty.
 std::string pem_of(EVP_PKEY* key, const std::string& password = "");
+// A CRL `issuer` signed, revoking `revoked` (none: an empty one).
+std::string crl_pem_of(const identity& issuer, const std::vector<const identity*>& revoked);
 // PKCS#1 (RSA) or SEC1 (EC).
 std::string traditional_pem_of(EVP_PKEY* key);
 
