@@ -4,6 +4,7 @@
 #include <openssl/ssl.h>
 
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 
 namespace m0 {
@@ -104,6 +105,32 @@ tls::settings parse_tls_config(const config_node& tls, config_errors& errors) {
     if (RAND_bytes(out.ticket_secret.data(), static_cast<int>(out.ticket_secret.size())) != 1)
         throw std::runtime_error("tls: OpenSSL's random generator failed to make the session ticket secret");
     return out;
+}
+
+config_node tls_key_named_by(const config_node& tls, const std::string& error) {
+    config_node at = tls;
+    const std::string key = error.substr(0, error.find_first_of(" :"));
+    if (key.rfind("tls.", 0) != 0) return at;
+    std::size_t start = 4;
+    while (start < key.size()) {
+        const std::size_t end = key.find('.', start);
+        std::string part = key.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        std::optional<std::size_t> index;
+        if (const auto open = part.find('['); open != std::string::npos) {
+            index = std::stoul(part.substr(open + 1));
+            part.resize(open);
+        }
+        if (!at.has(part)) return at;
+        at = at.child(part);
+        if (index) {
+            const auto items = at.is_sequence() ? at.items() : std::vector<config_node>{};
+            if (*index >= items.size()) return at;
+            at = items[*index];
+        }
+        if (end == std::string::npos) break;
+        start = end + 1;
+    }
+    return at;
 }
 
 }  // namespace m0

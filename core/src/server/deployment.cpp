@@ -171,35 +171,6 @@ std::unique_ptr<m0::scheduler> make_scheduler(deployment& d, const config_node& 
     return s;
 }
 
-// The node of the key an error of libs/tls starts with ("tls.sni[1].key
-// 'b.key' does not match..."), so that it points at the line; the `tls:`
-// section itself when the error names none.
-config_node node_named_by(const config_node& root, const std::string& error) {
-    config_node at = root.child("tls");
-    const std::string key = error.substr(0, error.find_first_of(" :"));
-    if (key.rfind("tls.", 0) != 0) return at;
-    std::size_t start = 4;
-    while (start < key.size()) {
-        const std::size_t end = key.find('.', start);
-        std::string part = key.substr(start, end == std::string::npos ? std::string::npos : end - start);
-        std::optional<std::size_t> index;
-        if (const auto open = part.find('['); open != std::string::npos) {
-            index = std::stoul(part.substr(open + 1));
-            part.resize(open);
-        }
-        if (!at.has(part)) return at;
-        at = at.child(part);
-        if (index) {
-            const auto items = at.is_sequence() ? at.items() : std::vector<config_node>{};
-            if (*index >= items.size()) return at;
-            at = items[*index];
-        }
-        if (end == std::string::npos) break;
-        start = end + 1;
-    }
-    return at;
-}
-
 // The `tls:` section read, and every file it names checked by building the
 // contexts now: a TLS error stops m0 (and --check) like any config error.
 // Without the section no listener may be marked tls. False when the section
@@ -220,7 +191,7 @@ bool load_tls(deployment& d, const config_node& root, config_errors& errors) {
     if (errors.size() > before) return section.is_map();
     tls::load_report report;
     d.tls = tls::server_context::load(settings, report);
-    for (const auto& e : report.errors) errors.add(config_error(node_named_by(root, e).where() + ": " + e));
+    for (const auto& e : report.errors) errors.add(config_error(tls_key_named_by(section, e).where() + ": " + e));
     for (const auto& w : report.warnings) log::warning(w);
     if (d.tls && !marked)
         log::warning("tls: no listener in server.listen is marked tls (add ' tls' to an address: '0.0.0.0:443 tls')");
