@@ -17,14 +17,18 @@ namespace {
 constexpr char derivation_salt[] = "m0 tls session ticket keys";
 
 template <class T>
-T* mutable_cstr(const T* p) {
+T* param_pointer(const T* p) {
     return const_cast<T*>(p);  // OSSL_PARAM's constructors take non-const pointers they only read
 }
 
 }  // namespace
 
 ticket_keys::ticket_keys(const std::array<std::uint8_t, 32>& secret, std::chrono::seconds rotation)
-    : secret_(secret), rotation_(std::max(rotation, std::chrono::seconds(1))) {}
+    : secret_(secret),
+      rotation_(std::max(rotation, std::chrono::seconds(1))),
+      hkdf_(EVP_KDF_fetch(nullptr, "HKDF", nullptr)) {
+    if (!hkdf_) throw std::runtime_error("HKDF is not available in this OpenSSL");
+}
 
 std::int64_t ticket_keys::current_period() const {
     const auto now = std::chrono::duration_cast<std::chrono::seconds>(
@@ -37,20 +41,18 @@ ticket_key ticket_keys::derive(std::int64_t period) const {
     ticket_key out{};
     std::array<std::uint8_t, sizeof out.name + sizeof out.cipher_key + sizeof out.mac_key> material{};
     const std::string info = "period " + std::to_string(period);
-    EVP_KDF* kdf = EVP_KDF_fetch(nullptr, "HKDF", nullptr);
-    EVP_KDF_CTX* ctx = kdf ? EVP_KDF_CTX_new(kdf) : nullptr;
-    EVP_KDF_free(kdf);
+    EVP_KDF_CTX* ctx = EVP_KDF_CTX_new(hkdf_.get());
     const OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, mutable_cstr("SHA256"), 0),
-        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, mutable_cstr(secret_.data()), secret_.size()),
-        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, mutable_cstr(derivation_salt),
+        OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, param_pointer("SHA256"), 0),
+        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, param_pointer(secret_.data()), secret_.size()),
+        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, param_pointer(derivation_salt),
                                           sizeof derivation_salt - 1),
-        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, mutable_cstr(info.data()), info.size()),
+        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, param_pointer(info.data()), info.size()),
         OSSL_PARAM_construct_end(),
     };
     const bool ok = ctx && EVP_KDF_derive(ctx, material.data(), material.size(), params) == 1;
     EVP_KDF_CTX_free(ctx);
-    if (!ok) throw std::runtime_error("HKDF-SHA256 is not available in this OpenSSL");
+    if (!ok) throw std::runtime_error("HKDF-SHA256 failed to derive a session ticket key");
     const std::uint8_t* at = material.data();
     std::memcpy(out.name.data(), at, out.name.size());
     std::memcpy(out.cipher_key.data(), at += out.name.size(), out.cipher_key.size());
@@ -77,7 +79,7 @@ int ticket_keys::seal_or_open(unsigned char name[16], unsigned char* iv, EVP_CIP
     }
     const OSSL_PARAM mac_params[] = {
         OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, key.mac_key.data(), key.mac_key.size()),
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, mutable_cstr("SHA256"), 0),
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, param_pointer("SHA256"), 0),
         OSSL_PARAM_construct_end(),
     };
     if (EVP_MAC_CTX_set_params(mac, mac_params) != 1) return -1;

@@ -7,7 +7,10 @@
 #include <chrono>
 #include <cstdint>
 
+#include <openssl/kdf.h>
 #include <openssl/ssl.h>
+
+#include "openssl_handles.hpp"
 
 namespace m0::tls::detail {
 
@@ -35,6 +38,9 @@ public:
 private:
     std::array<std::uint8_t, 32> secret_;
     std::chrono::seconds rotation_;
+    // Fetched once: a provider lookup per handshake would cost more than the
+    // derivation itself.
+    std::unique_ptr<EVP_KDF, openssl_free<EVP_KDF_free>> hkdf_;
 };
 
 }  // namespace m0::tls::detail
