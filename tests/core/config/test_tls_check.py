@@ -121,3 +121,12 @@ def test_a_section_no_listener_uses_is_a_warning(tmp_path, ca):
     out = check(tmp_path, "  cert: site.crt\n  key: site.key\n")
     assert out.returncode == 0, out.stderr
     assert "tls: no listener in server.listen is marked tls" in out.stderr
+
+
+def test_an_sni_chain_is_checked_and_its_errors_located_at_its_keys(tmp_path, ca):
+    write_leaf(tmp_path, "site", ca.issue_cert("site.example"))
+    write_leaf(tmp_path, "api", ca.issue_cert("api.example"))
+    out = check(tmp_path, "  cert: site.crt\n  key: site.key\n  sni:\n    - cert: api.crt\n      key: site.key\n")
+    assert out.returncode == CONFIG_ERROR
+    assert f"m0.yaml:8:12: tls.sni[0].key '{tmp_path / 'site.key'}' does not match the certificate in " \
+           f"tls.sni[0].cert '{tmp_path / 'api.crt'}'" in out.stderr
