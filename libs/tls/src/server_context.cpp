@@ -16,6 +16,8 @@ namespace {
 
 using namespace detail;
 
+// X25519 first (fast, no curve parameters to get wrong), then the NIST curves
+// of clients without it.
 constexpr const char* key_exchange_groups = "X25519:prime256v1:secp384r1";
 // Sessions a serving process remembers for TLS 1.2 resumption by id; tickets
 // carry the rest (and work across processes).
