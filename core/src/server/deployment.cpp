@@ -12,6 +12,7 @@
 #include <m0/log.hpp>
 #include <m0/plugin.hpp>
 
+#include "config/tls_config.hpp"
 #include "plugin/plugin_choice.hpp"
 
 namespace m0 {
@@ -170,6 +171,34 @@ std::unique_ptr<m0::scheduler> make_scheduler(deployment& d, const config_node& 
     return s;
 }
 
+// The `tls:` section read, and every file it names checked by building the
+// contexts now: a TLS error stops m0 (and --check) like any config error.
+// Without the section no listener may be marked tls. False when the section
+// is not a map: then none of it was read (and it is no unknown section).
+bool load_tls(deployment& d, const config_node& root, config_errors& errors) {
+    const config_node section = root.child("tls");
+    bool marked = false;
+    for (const auto& l : d.cfg.listen) marked = marked || l.tls;
+    if (!section.present()) {
+        for (const auto& l : d.cfg.listen)
+            if (l.tls)
+                errors.add(config_error(root.child("server").child("listen").where() + ": server.listen: '" + l.text +
+                                        "' is marked tls but there is no tls: section (with its cert and key)"));
+        return true;
+    }
+    const std::size_t before = errors.size();
+    auto settings = parse_tls_config(section, errors);
+    if (errors.size() > before) return section.is_map();
+    tls::load_report report;
+    d.tls = tls::server_context::load(settings, report);
+    for (const auto& e : report.errors) errors.add(config_error(tls_key_named_by(section, e).where() + ": " + e));
+    for (const auto& w : report.warnings) log::warning(w);
+    if (d.tls && !marked)
+        log::warning("tls: no listener in server.listen is marked tls (add ' tls' to an address: '0.0.0.0:443 tls')");
+    d.tls_settings = std::move(settings);
+    return true;
+}
+
 }  // namespace
 
 config_document load_document(const run_options& options) {
@@ -217,24 +246,17 @@ std::string describe_frontends(const deployment& d) {
 
 deployment build_deployment(const run_options& options) {
     deployment d{load_document(options), {}, nullptr, std::make_unique<service_registry>(), {}, {}, nullptr, {}, {},
-                 nullptr, std::nullopt, nullptr, nullptr};
+                 nullptr, std::nullopt, nullptr, nullptr, std::nullopt, nullptr};
     config_node root = d.doc.root();
     config_errors errors;
     d.cfg = parse_server_config(root, errors);
-    if (auto cert = root.child("tls").optional_string("cert")) {  // TEMP until the tls section's parser lands
-        tls::settings ts;
-        ts.certificate.cert = *cert;
-        ts.certificate.key = root.child("tls").string("key", "");
-        tls::load_report report;
-        d.tls = tls::server_context::load(ts, report);
-        d.tls_settings = ts;
-        for (auto& e : report.errors) log::error("tls: " + e);
-    }
     log::set_level(parse_level(d.cfg.log_level));
     d.loader = std::make_unique<plugin_loader>(search_dirs_for(d.cfg));
+    bool all_built = d.cfg.frontend_group_valid;
+    bool tls_read = false;
+    all_built &= collect(errors, [&] { tls_read = load_tls(d, root, errors); }) && tls_read;
 
     // Modules first: they provide services the frontends may look up.
-    bool all_built = d.cfg.frontend_group_valid;
     for (const auto& name : d.cfg.module_sections)
         all_built &= collect(errors, [&] {
             if (auto m = make_module(d, name, root)) d.modules.push_back(std::move(m));

@@ -14,6 +14,7 @@
 #include <m0/scheduler.hpp>
 #include <m0/services.hpp>
 #include <m0/tls/server_context.hpp>
+#include <m0/tls/settings.hpp>
 
 #include "config/server_config.hpp"
 #include "plugin/plugin_loader.hpp"
@@ -59,7 +60,8 @@ struct deployment {
     std::optional<telemetry::access_log_format> access_format;
     std::unique_ptr<telemetry::metrics_table> metrics;
     std::unique_ptr<telemetry::metrics_server> metrics_server;
-    // The `tls:` section and the contexts loaded from it (when present).
+    // The `tls:` section and the contexts built (and every file checked)
+    // from it; both empty without one.
     std::optional<tls::settings> tls_settings;
     std::shared_ptr<const tls::server_context> tls;
 

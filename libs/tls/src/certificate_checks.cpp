@@ -72,14 +72,16 @@ std::string describe(const std::vector<x509_ptr>& chain, std::size_t i) {
 
 // Each certificate must be issued by the one after it, as a client reads the
 // chain the server sends; the last may be issued by a CA the client has.
-void check_order(const std::string& where, const std::vector<x509_ptr>& chain, load_report& report) {
+// False when not.
+bool check_order(const std::string& where, const std::vector<x509_ptr>& chain, load_report& report) {
     for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
         if (X509_check_issued(chain[i + 1].get(), chain[i].get()) == X509_V_OK) continue;
         report.errors.push_back(where + ": the chain is out of order: " + describe(chain, i) +
                                 " is not issued by " + describe(chain, i + 1) +
                                 " (put the server's certificate first, then each issuer after what it signed)");
-        return;
+        return false;
     }
+    return true;
 }
 
 void check_dates(const std::string& where, const std::vector<x509_ptr>& chain, load_report& report) {
@@ -171,9 +173,26 @@ pkey_ptr read_key(const certificate_files& files, const std::string& key_prefix,
                                                         : key_prefix + ".password") +
                                 "; " + reason + ")");
     else
-        report.errors.push_back(where + ": no private key in it (expected PEM: PKCS#1, PKCS#8 or SEC1; " + reason +
-                                ")");
+        report.errors.push_back(where + ": no private key in it (expected PEM: PKCS#1, PKCS#8 or SEC1)");
     return nullptr;
+}
+
+// Every PEM object of one kind in a file, in order (`Read` is OpenSSL's
+// PEM_read_bio_X509 and the like); empty, with an error, when the file
+// cannot be read or holds none.
+template <class Pointer, auto Read>
+std::vector<Pointer> read_all(const std::string& key, const std::string& path, const char* what,
+                              const char* pem_label, load_report& report) {
+    std::vector<Pointer> out;
+    std::string text;
+    const auto in = open_pem(key, path, text, report);
+    if (!in) return out;
+    while (auto* object = Read(in.get(), nullptr, nullptr, nullptr)) out.emplace_back(object);
+    ERR_clear_error();  // the end of the file reads as "no start line"
+    if (out.empty())
+        report.errors.push_back(quoted(key, path) + ": no " + what + " in it (expected PEM '-----BEGIN " + pem_label +
+                                "-----')");
+    return out;
 }
 
 }  // namespace
@@ -187,27 +206,11 @@ std::string openssl_reason() {
 }
 
 std::vector<x509_ptr> read_certificates(const std::string& key, const std::string& path, load_report& report) {
-    std::vector<x509_ptr> out;
-    std::string text;
-    const auto in = open_pem(key, path, text, report);
-    if (!in) return out;
-    while (X509* cert = PEM_read_bio_X509(in.get(), nullptr, nullptr, nullptr)) out.emplace_back(cert);
-    ERR_clear_error();  // the end of the file reads as "no start line"
-    if (out.empty())
-        report.errors.push_back(quoted(key, path) + ": no certificate in it (expected PEM '-----BEGIN CERTIFICATE-----')");
-    return out;
+    return read_all<x509_ptr, PEM_read_bio_X509>(key, path, "certificate", "CERTIFICATE", report);
 }
 
 std::vector<x509_crl_ptr> read_crls(const std::string& key, const std::string& path, load_report& report) {
-    std::vector<x509_crl_ptr> out;
-    std::string text;
-    const auto in = open_pem(key, path, text, report);
-    if (!in) return out;
-    while (X509_CRL* crl = PEM_read_bio_X509_CRL(in.get(), nullptr, nullptr, nullptr)) out.emplace_back(crl);
-    ERR_clear_error();
-    if (out.empty())
-        report.errors.push_back(quoted(key, path) + ": no CRL in it (expected PEM '-----BEGIN X509 CRL-----')");
-    return out;
+    return read_all<x509_crl_ptr, PEM_read_bio_X509_CRL>(key, path, "CRL", "X509 CRL", report);
 }
 
 std::optional<loaded_chain> load_chain(const certificate_files& files, const std::string& key_prefix,
@@ -221,12 +224,13 @@ std::optional<loaded_chain> load_chain(const certificate_files& files, const std
     const std::string where = quoted(key_prefix + ".cert", files.cert);
     chain.certificates = read_certificates(key_prefix + ".cert", files.cert, report);
     chain.key = read_key(files, key_prefix, report);
-    if (!chain.certificates.empty()) {
-        check_order(where, chain.certificates, report);
-        check_dates(where, chain.certificates, report);
-        chain.names = files.names.empty() ? dns_names(chain.certificates.front().get()) : files.names;
-    }
-    if (!chain.certificates.empty() && chain.key && !X509_check_private_key(chain.certificates.front().get(), chain.key.get())) {
+    if (chain.certificates.empty()) return std::nullopt;
+    // Out of order, the first certificate may not be the server's: its key
+    // would not match it either, which says nothing more.
+    const bool in_order = check_order(where, chain.certificates, report);
+    check_dates(where, chain.certificates, report);
+    chain.names = files.names.empty() ? dns_names(chain.certificates.front().get()) : files.names;
+    if (in_order && chain.key && !X509_check_private_key(chain.certificates.front().get(), chain.key.get())) {
         ERR_clear_error();
         report.errors.push_back(quoted(key_prefix + ".key", files.key) + " does not match the certificate in " + where);
     }

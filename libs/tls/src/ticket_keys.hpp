@@ -6,8 +6,14 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <limits>
+#include <mutex>
+#include <utility>
 
+#include <openssl/kdf.h>
 #include <openssl/ssl.h>
+
+#include "openssl_handles.hpp"
 
 namespace m0::tls::detail {
 
@@ -23,6 +29,10 @@ public:
 
     // The key of rotation period `period` (floor(unix time / rotation)).
     ticket_key derive(std::int64_t period) const;
+    // The same, derived once per period: a handshake seals two tickets and
+    // may open one, and three HKDF derivations would cost it more than
+    // the sealing.
+    ticket_key key_of(std::int64_t period) const;
     std::int64_t current_period() const;
 
     // SSL_CTX_set_tlsext_ticket_key_evp_cb's contract: seals new tickets
@@ -35,6 +45,14 @@ public:
 private:
     std::array<std::uint8_t, 32> secret_;
     std::chrono::seconds rotation_;
+    // Fetched once: a provider lookup per handshake would cost more than the
+    // derivation itself.
+    std::unique_ptr<EVP_KDF, openssl_free<EVP_KDF_free>> hkdf_;
+    // The keys of the two periods derived last (every reactor thread seals
+    // and opens tickets: a mutex held for a copy).
+    mutable std::mutex cache_mutex_;
+    mutable std::array<std::pair<std::int64_t, ticket_key>, 2> cache_{
+        {{std::numeric_limits<std::int64_t>::min(), {}}, {std::numeric_limits<std::int64_t>::min(), {}}}};
 };
 
 }  // namespace m0::tls::detail

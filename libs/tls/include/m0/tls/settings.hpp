@@ -7,9 +7,19 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace m0::tls {
+
+// tls.ciphers when not set: Mozilla's "intermediate" TLS 1.2 list
+// (server-side-tls guidelines v5.7): AEAD ciphers with forward secrecy only.
+// The DHE ones are kept for the few clients without ECDHE; their groups are
+// RFC 7919's, sized to the key (SSL_CTX_set_dh_auto).
+inline constexpr std::string_view intermediate_ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:"
+    "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-CHACHA20-POLY1305";
 
 // A certificate chain and its private key.
 struct certificate_files {
@@ -32,7 +42,7 @@ struct settings {
     std::string ca;                               // tls.ca: PEM bundle of the CAs client certificates chain to
     std::string crl;                              // tls.crl: PEM CRL(s) checked against client certificates
     std::uint16_t min_version = 0x0303;           // tls.min_version: "1.2" (0x0303) or "1.3" (0x0304)
-    std::string ciphers;                          // tls.ciphers: TLS 1.2 list (OpenSSL syntax); empty: Mozilla intermediate
+    std::string ciphers;                          // tls.ciphers: TLS 1.2, OpenSSL syntax; empty: intermediate_ciphers
     std::string ciphersuites;                     // tls.ciphersuites: TLS 1.3; empty: OpenSSL's default
     std::vector<std::string> alpn = {"http/1.1"};  // offered in the server's order of preference
     bool session_tickets = true;                  // tls.session_tickets
