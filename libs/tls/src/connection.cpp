@@ -160,7 +160,13 @@ connection::connection(const server_context& ctx, int fd) : io_(std::make_unique
 }
 
 connection::~connection() {
-    if (ssl_) SSL_free(ssl_);
+    if (!ssl_) return;
+    // Ended without an error, with or without close_notify (most clients
+    // just close): its session stays in the cache for a TLS 1.2 client to
+    // resume by id. OpenSSL drops the session of an SSL freed otherwise.
+    if (established_ && failure_ == handshake_failure::none)
+        SSL_set_shutdown(ssl_, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+    SSL_free(ssl_);
 }
 
 void connection::prepend_input(std::string_view bytes) {
