@@ -46,10 +46,13 @@ class Certificates:
             args += ["--set", f"tls.client_auth={client_auth}", "--set", f"tls.ca={self.ca_path}"]
         return args
 
-    def client_context(self, cert=None):
+    def client_context(self, cert=None, maximum_version=None):
         """A client context trusting the CA, presenting `cert` (a
-        trustme.LeafCert: self.client, self.stranger) when given."""
+        trustme.LeafCert: self.client, self.stranger) when given, speaking
+        at most `maximum_version` (ssl.TLSVersion.TLSv1_2) when given."""
         context = ssl.create_default_context()
+        if maximum_version is not None:
+            context.maximum_version = maximum_version
         self.ca.configure_trust(context)
         if cert is not None:
             cert.configure_cert(context)

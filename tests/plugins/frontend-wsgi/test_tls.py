@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import json
 import random
+import ssl
 
 import pytest
 
@@ -46,6 +47,11 @@ def test_environ_of_a_tls_connection(wsgi_server, certificates):
     assert env["SSL_CLIENT_VERIFY"] == "NONE"
     assert "SSL_CLIENT_S_DN" not in env and "SSL_CLIENT_CERT" not in env
     assert env["SSL_SERVER_CERT"] == certificates.server_pem
+    # A client that speaks TLS 1.2 at most.
+    tls12 = certificates.client_context(maximum_version=ssl.TLSVersion.TLSv1_2)
+    env = environ_of(server.ports[1], tls12)
+    assert (env["SSL_CIPHER"], env["SSL_PROTOCOL"]) == tls.negotiated(server.ports[1], tls12)[:2]
+    assert env["SSL_PROTOCOL"] == "TLSv1.2"
     # A client that names the server by its address sends no SNI.
     env = environ_of(server.ports[1], context, server_name="127.0.0.1")
     assert "SSL_TLS_SNI" not in env and env["SSL_PROTOCOL"] in ("TLSv1.2", "TLSv1.3")
