@@ -103,17 +103,20 @@ class _Connection(http.client.HTTPSConnection):
     """An HTTPS connection to 127.0.0.1 that sends `server_name` as SNI (an
     IP address sends none) and checks the certificate against it."""
 
-    def __init__(self, port, context, server_name):
+    def __init__(self, port, context, server_name, session=None):
         super().__init__("127.0.0.1", port, context=context, timeout=m0test.scaled(20))
         self.server_name = server_name
+        self.session = session
 
     def connect(self):
         sock = socket.create_connection((self.host, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.server_name)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.server_name, session=self.session)
 
 
-def https_connection(port, context, server_name="localhost"):
-    return _Connection(port, context, server_name)
+def https_connection(port, context, server_name="localhost", session=None):
+    """An http.client connection; `session` (an earlier connection's
+    sock.session) asks to resume that TLS session."""
+    return _Connection(port, context, server_name, session)
 
 
 def https_request(port, context, path="/", method="GET", body=None, headers=None, server_name="localhost"):
@@ -126,6 +129,23 @@ def https_request(port, context, path="/", method="GET", body=None, headers=None
         return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
     finally:
         connection.close()
+
+
+def get_resuming(port, context, path):
+    """GET `path` on two connections, the second resuming the TLS session
+    of the first: (the second's body, whether m0 resumed it). A TLS 1.3
+    ticket comes after the handshake: the session is taken once the
+    response was read."""
+    session = None
+    for _ in range(2):
+        connection = https_connection(port, context, session=session)
+        try:
+            connection.request("GET", path)
+            body = connection.getresponse().read()
+            session, resumed = connection.sock.session, connection.sock.session_reused
+        finally:
+            connection.close()
+    return body, resumed
 
 
 def negotiated(port, context, server_name="localhost"):

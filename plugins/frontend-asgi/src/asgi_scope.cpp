@@ -170,7 +170,8 @@ PyObject* scope_builder::build(const http::request& req, std::string_view path, 
                        : req.method == "POST" ? python::py_ref(v_post_).release()
                                               : PyUnicode_FromStringAndSize(req.method.data(),
                                                                             static_cast<Py_ssize_t>(req.method.size()));
-    // "https" behind a proxy that says the client used TLS (the template holds "http").
+    // "https" on a TLS listener or behind a proxy that says the client used
+    // TLS (the template holds "http").
     const bool ok = put(scope.get(), k_method_, method) &&
                     (req.scheme != "https" || put(scope.get(), k_scheme_, python::py_ref(v_https_).release())) &&
                     fill(scope.get(), req, path, state, extensions(req));

@@ -210,7 +210,8 @@ bool environ_builder::impl::make_template(environ_template& t, const http::reque
               // Set per request (the template is shared by connections); a
               // proxy that names the client without its port: no REMOTE_PORT.
               (req.remote.port() || PyDict_DelItem(d, k_remote_port.get()) == 0) &&
-              // Behind a proxy that says the client used TLS (the base holds "http").
+              // On a TLS listener or behind a proxy that says the client used
+              // TLS (the base holds "http").
               (!f.https || (put(k_url_scheme.get(), Py_NewRef(https.get())) && put(k_https.get(), Py_NewRef(on.get()))));
     t.content_length_header = false;
     header_key scratch;

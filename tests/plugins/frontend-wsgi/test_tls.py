@@ -38,6 +38,8 @@ def test_environ_of_a_tls_connection(wsgi_server, certificates):
     context = certificates.client_context()
     env = environ_of(server.ports[1], context)
     assert env["wsgi.url_scheme"] == "https" and env["HTTPS"] == "on"
+    # The server the client named in Host (http.client's "127.0.0.1:<port>").
+    assert (env["SERVER_NAME"], env["SERVER_PORT"]) == ("127.0.0.1", str(server.ports[1]))
     assert env["SSL_PROTOCOL"] in ("TLSv1.2", "TLSv1.3")
     # The same client context agrees on the same again.
     cipher_name, protocol, _ = tls.negotiated(server.ports[1], context)
@@ -47,6 +49,9 @@ def test_environ_of_a_tls_connection(wsgi_server, certificates):
     assert env["SSL_CLIENT_VERIFY"] == "NONE"
     assert "SSL_CLIENT_S_DN" not in env and "SSL_CLIENT_CERT" not in env
     assert env["SSL_SERVER_CERT"] == certificates.server_pem
+    # A connection that resumes an earlier one's session (a ticket).
+    body, resumed = tls.get_resuming(server.ports[1], context, "/environ")
+    assert resumed and json.loads(body)["SSL_SESSION_RESUMED"] == "Resumed"
     # A client that speaks TLS 1.2 at most.
     tls12 = certificates.client_context(maximum_version=ssl.TLSVersion.TLSv1_2)
     env = environ_of(server.ports[1], tls12)
