@@ -60,7 +60,7 @@ class Certificates:
 
     @property
     def server_pem(self):
-        return self.server.cert_chain_pems[0].bytes().decode()
+        return leaf_pem(self.server)
 
 
 def leaf_pem(cert):
