@@ -6,12 +6,14 @@ from websockets.sync.client import connect
 import m0test
 
 
-def ws_connect(server, path="/ws", **kwargs):
-    """Opens ws://127.0.0.1:<port><path> on `server` (an m0test.Server)."""
+def ws_connect(server, path="/ws", port=None, **kwargs):
+    """Opens ws://127.0.0.1:<port><path> on `server` (an m0test.Server), its
+    first port unless `port` is given; wss:// with ssl=<an SSLContext>."""
     kwargs.setdefault("open_timeout", m0test.scaled(10))
     kwargs.setdefault("close_timeout", m0test.scaled(10))
     kwargs.setdefault("ping_interval", None)
-    return connect(f"ws://127.0.0.1:{server.port}{path}", **kwargs)
+    scheme = "wss" if kwargs.get("ssl") else "ws"
+    return connect(f"{scheme}://127.0.0.1:{port or server.port}{path}", **kwargs)
 
 
 def recv(ws):

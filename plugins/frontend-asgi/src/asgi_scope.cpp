@@ -74,6 +74,12 @@ bool scope_builder::init() {
         !intern(v_https_, "https"))
         return false;
     k_scheme_ = k_scheme;
+    // The TLS extension's keys (asgiref specs/tls.rst), used on TLS connections only.
+    if (!intern(k_tls_, "tls") || !intern(k_server_cert_, "server_cert") ||
+        !intern(k_client_cert_chain_, "client_cert_chain") || !intern(k_client_cert_name_, "client_cert_name") ||
+        !intern(k_client_cert_error_, "client_cert_error") || !intern(k_tls_version_, "tls_version") ||
+        !intern(k_cipher_suite_, "cipher_suite"))
+        return false;
     // The nested dicts are copied per request: an application may change
     // its scope, and no change may reach the next request.
     asgi_ = python::py_ref(PyDict_New());
@@ -164,17 +170,20 @@ PyObject* scope_builder::build(const http::request& req, std::string_view path, 
                        : req.method == "POST" ? python::py_ref(v_post_).release()
                                               : PyUnicode_FromStringAndSize(req.method.data(),
                                                                             static_cast<Py_ssize_t>(req.method.size()));
-    // "https" behind a proxy that says the client used TLS (the template holds "http").
+    // "https" on a TLS listener or behind a proxy that says the client used
+    // TLS (the template holds "http").
     const bool ok = put(scope.get(), k_method_, method) &&
                     (req.scheme != "https" || put(scope.get(), k_scheme_, python::py_ref(v_https_).release())) &&
-                    fill(scope.get(), req, path, state, extensions());
+                    fill(scope.get(), req, path, state, extensions(req));
     return ok ? scope.release() : nullptr;
 }
 
 PyObject* scope_builder::build_websocket(const http::request& req, std::string_view path, PyObject* state) {
     python::py_ref scope(PyDict_Copy(ws_template_.get()));
     python::py_ref ext(scope ? PyDict_New() : nullptr);
-    if (!ext || !put(ext.get(), k_ws_response_, PyDict_New())) return nullptr;
+    if (!ext || !put(ext.get(), k_ws_response_, PyDict_New()) ||
+        (req.tls && !put(ext.get(), k_tls_, tls_extension(*req.tls))))
+        return nullptr;
     // Every comma-separated token of every Sec-WebSocket-Protocol header, in order.
     python::py_ref subprotocols(PyList_New(0));
     if (!subprotocols) return nullptr;
@@ -189,11 +198,39 @@ PyObject* scope_builder::build_websocket(const http::request& req, std::string_v
     return ok ? scope.release() : nullptr;
 }
 
-PyObject* scope_builder::extensions() const {
+PyObject* scope_builder::extensions(const http::request& req) const {
     python::py_ref ext(PyDict_New());
-    if (!ext || !put(ext.get(), k_pathsend_, PyDict_New()) || !put(ext.get(), k_trailers_, PyDict_New()))
+    if (!ext || !put(ext.get(), k_pathsend_, PyDict_New()) || !put(ext.get(), k_trailers_, PyDict_New()) ||
+        (req.tls && !put(ext.get(), k_tls_, tls_extension(*req.tls))))
         return nullptr;
     return ext.release();
+}
+
+// Made again for every request of a connection: the app may change the dict,
+// and a cache keyed by the connection could outlive it (the next connection
+// may get the same tls_info address). A handful of small objects, and only
+// on TLS connections.
+PyObject* scope_builder::tls_extension(const tls_info& tls) const {
+    const auto& chain = tls.client_cert_chain;
+    python::py_ref pems(PyList_New(static_cast<Py_ssize_t>(chain.size())));
+    if (!pems) return nullptr;
+    for (std::size_t i = 0; i < chain.size(); ++i) {
+        PyObject* pem = utf8(chain[i]);
+        if (!pem) return nullptr;
+        PyList_SET_ITEM(pems.get(), static_cast<Py_ssize_t>(i), pem);
+    }
+    // The spec's None: no server certificate known, no client certificate,
+    // a client certificate that verified.
+    auto text_or_none = [](bool none, std::string_view text) { return none ? Py_NewRef(Py_None) : utf8(text); };
+    python::py_ref d(PyDict_New());
+    if (!d || !put(d.get(), k_server_cert_, text_or_none(tls.server_cert.empty(), tls.server_cert)) ||
+        !put(d.get(), k_client_cert_chain_, pems.release()) ||
+        !put(d.get(), k_client_cert_name_, text_or_none(chain.empty(), tls.client_subject)) ||
+        !put(d.get(), k_client_cert_error_, text_or_none(tls.client_verify_error.empty(), tls.client_verify_error)) ||
+        !put(d.get(), k_tls_version_, PyLong_FromLong(tls.version)) ||
+        !put(d.get(), k_cipher_suite_, PyLong_FromLong(tls.cipher_suite)))
+        return nullptr;
+    return d.release();
 }
 
 }  // namespace m0::asgi

@@ -38,11 +38,17 @@ private:
     PyObject* address(const boost::asio::ip::tcp::endpoint& ep, boost::asio::ip::tcp::endpoint& last_ep,
                       python::py_ref& last_host, python::py_ref& last_tuple, bool keep_tuple);
 
-    // {"http.response.pathsend": {}}, new: its inner dict is the app's too.
-    PyObject* extensions() const;
+    // {"http.response.pathsend": {}, "http.response.trailers": {}}, new: its
+    // inner dicts are the app's too; with "tls" on a TLS connection.
+    PyObject* extensions(const http::request& req) const;
+    // The ASGI TLS extension's dict (server_cert, client_cert_chain,
+    // client_cert_name, client_cert_error, tls_version, cipher_suite).
+    PyObject* tls_extension(const tls_info& tls) const;
 
     python::py_ref template_, ws_template_, asgi_;
     python::py_ref k_subprotocols_, k_ws_response_;
+    python::py_ref k_tls_, k_server_cert_, k_client_cert_chain_, k_client_cert_name_, k_client_cert_error_,
+        k_tls_version_, k_cipher_suite_;
     python::py_ref k_pathsend_, k_trailers_, k_asgi_, k_http_version_, k_method_, k_path_, k_raw_path_, k_query_string_, k_root_path_,
         k_headers_, k_client_, k_server_, k_extensions_, k_state_;
     python::py_ref v_http10_, v_http11_, v_get_, v_post_, k_scheme_, v_https_, v_wss_;

@@ -85,6 +85,14 @@ struct environ_builder::impl {
         k_cookie{intern("HTTP_COOKIE")};
     py_ref http10{intern("HTTP/1.0")}, http11{intern("HTTP/1.1")}, empty{intern("")}, https{intern("https")},
         on{intern("on")};
+    // mod_ssl's keys, set on TLS connections only (request::tls).
+    py_ref k_ssl_protocol{intern("SSL_PROTOCOL")}, k_ssl_cipher{intern("SSL_CIPHER")},
+        k_ssl_sni{intern("SSL_TLS_SNI")}, k_ssl_resumed{intern("SSL_SESSION_RESUMED")},
+        k_ssl_verify{intern("SSL_CLIENT_VERIFY")}, k_ssl_client_dn{intern("SSL_CLIENT_S_DN")},
+        k_ssl_client_cert{intern("SSL_CLIENT_CERT")}, k_ssl_server_cert{intern("SSL_SERVER_CERT")};
+    py_ref tls12{intern("TLSv1.2")}, tls13{intern("TLSv1.3")}, verify_none{intern("NONE")},
+        verify_success{intern("SUCCESS")}, initial{intern("Initial")}, resumed{intern("Resumed")};
+    reused_str cipher;
     py_ref template_dict;  // the keys every request shares; the shared templates start from it
     environ_templates templates;
     reused_str method, path, script, query, content_length, uri;
@@ -113,6 +121,11 @@ struct environ_builder::impl {
     // inventing names cannot grow it without end.
     std::unordered_map<std::string, header_key, sv_hash, std::equal_to<>> headers;
     static constexpr std::size_t max_header_names = 256;
+
+    // The SSL_* keys of a TLS connection on `d`: false with an exception set.
+    // Per request, not in a template: templates are shared by connections
+    // from the same address, whose TLS sessions differ.
+    bool put_tls(PyObject* d, const tls_info& tls);
 
     // A template for `t`'s connection from `req`: false with an exception set.
     bool make_template(environ_template& t, const http::request& req, const request_facts& f);
@@ -197,7 +210,8 @@ bool environ_builder::impl::make_template(environ_template& t, const http::reque
               // Set per request (the template is shared by connections); a
               // proxy that names the client without its port: no REMOTE_PORT.
               (req.remote.port() || PyDict_DelItem(d, k_remote_port.get()) == 0) &&
-              // Behind a proxy that says the client used TLS (the base holds "http").
+              // On a TLS listener or behind a proxy that says the client used
+              // TLS (the base holds "http").
               (!f.https || (put(k_url_scheme.get(), Py_NewRef(https.get())) && put(k_https.get(), Py_NewRef(on.get()))));
     t.content_length_header = false;
     header_key scratch;
@@ -238,6 +252,26 @@ bool environ_builder::impl::make_template(environ_template& t, const http::reque
     return true;
 }
 
+bool environ_builder::impl::put_tls(PyObject* d, const tls_info& tls) {
+    auto put = [d](const py_ref& key, PyObject* value) { return put_new(d, key.get(), value); };
+    // The versions a server may negotiate (tls.min_version is 1.2 at least).
+    PyObject* protocol = tls.version == 0x0304 ? tls13.get() : tls.version == 0x0303 ? tls12.get() : nullptr;
+    const bool client_cert = !tls.client_cert_chain.empty();
+    // mod_ssl's values: NONE (no certificate), SUCCESS, FAILED:<why> (only
+    // with tls.client_auth: optional does such a client get this far).
+    py_ref verify(!client_cert                      ? Py_NewRef(verify_none.get())
+                  : tls.client_verify_error.empty() ? Py_NewRef(verify_success.get())
+                                                    : latin1("FAILED:" + tls.client_verify_error));
+    return (!protocol || put(k_ssl_protocol, Py_NewRef(protocol))) &&
+           put(k_ssl_cipher, cipher.get(tls.cipher_name)) &&
+           (tls.server_name.empty() || put(k_ssl_sni, latin1(tls.server_name))) &&
+           put(k_ssl_resumed, Py_NewRef(tls.resumed ? resumed.get() : initial.get())) &&
+           put(k_ssl_verify, verify.release()) &&
+           (!client_cert || (put(k_ssl_client_dn, latin1(tls.client_subject)) &&
+                             put(k_ssl_client_cert, latin1(tls.client_cert_chain.front())))) &&
+           (tls.server_cert.empty() || put(k_ssl_server_cert, latin1(tls.server_cert)));
+}
+
 PyObject* environ_builder::build(const http::request& req, const request_facts& f, PyObject* input) {
     impl& m = *impl_;
     environ_template& t = m.templates.slot_for(req, f);
@@ -261,6 +295,7 @@ PyObject* environ_builder::build(const http::request& req, const request_facts& 
         return nullptr;
     // The base holds url_prefix; a mount's prefix comes with the request.
     if (!f.script_name.empty() && !put_new(d, m.k_script.get(), m.script.get(f.script_name))) return nullptr;
+    if (req.tls && !m.put_tls(d, *req.tls)) return nullptr;
     const std::size_t whole_size = f.pulled_body ? f.pulled_body->size() : req.body.size();
     // The body the engine read; a streamed one as declared.
     const bool has_length = t.content_length_header ? !f.body_streamed || f.streamed_length.has_value()

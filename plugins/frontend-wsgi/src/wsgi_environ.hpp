@@ -4,8 +4,8 @@
 // copy in CPython) of a template shared by the requests with the same client
 // address, server side and headers (environ_templates), which holds the
 // constant keys, the client's, the server's and the headers' values; only
-// the request line, REMOTE_PORT, wsgi.input and CONTENT_LENGTH are set per
-// request.
+// the request line, REMOTE_PORT, wsgi.input, CONTENT_LENGTH and, on a TLS
+// connection, the SSL_* keys are set per request.
 #include <Python.h>
 
 #include <cstdint>

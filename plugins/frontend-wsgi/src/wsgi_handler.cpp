@@ -55,8 +55,9 @@ void wsgi_handler::on_request(http::exchange_ptr ex) {
     // REMOTE_* and SERVER_* come from req.remote and req.local, formatted
     // on the executor thread once per connection (environ_templates).
     if (req.scheme == "https") {
-        // The client reached a TLS proxy, not this socket: as gunicorn does,
-        // the server is the one the client named in Host (port 443 if none).
+        // On a TLS listener or behind a TLS proxy (which the client reached,
+        // not this socket): as gunicorn does, the server is the one the
+        // client named in Host (port 443 if none).
         facts.https = true;
         set_server_from_host(req, facts);
     }
