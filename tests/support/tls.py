@@ -1,16 +1,12 @@
-"""TLS for end-to-end tests: certificates made at test time (trustme), the
+"""TLS for end-to-end tests: certificates made at test time (trustme), a
+server certificate that can be renewed from the same CA, the
 arguments that make m0 serve them on a listener marked `tls`, and clients
 that speak HTTPS to it with or without a certificate of their own."""
-import functools
 import http.client
 import os
-import re
 import socket
 import ssl
-import subprocess
-import tempfile
 
-import pytest
 import trustme
 from cryptography import x509
 
@@ -63,6 +59,37 @@ class Certificates:
         return leaf_pem(self.server)
 
 
+class ServerCertificate:
+    def __init__(self, directory, ca=None, names=("localhost", "127.0.0.1"), key_type=trustme.KeyType.ECDSA):
+        os.makedirs(directory, exist_ok=True)
+        self.directory = str(directory)
+        self.ca = ca or trustme.CA(key_type=key_type)
+        self.leaf = self.ca.issue_cert(*names, key_type=key_type)
+        self.cert = os.path.join(self.directory, "cert.pem")
+        self.key = os.path.join(self.directory, "key.pem")
+        self.ca_file = os.path.join(self.directory, "ca.pem")
+        with open(self.cert, "wb") as f:
+            for pem in self.leaf.cert_chain_pems:
+                f.write(pem.bytes())
+        self.leaf.private_key_pem.write_to_path(self.key)
+        self.ca.cert_pem.write_to_path(self.ca_file)
+
+    def leaf_der(self):
+        return ssl.PEM_cert_to_DER_cert(self.leaf.cert_chain_pems[0].bytes().decode())
+
+    def tls_section(self, **extra):
+        """The YAML `tls:` section serving this certificate, with `extra` keys."""
+        lines = ["tls:", f"  cert: {self.cert}", f"  key: {self.key}"]
+        lines += [f"  {key}: {value}" for key, value in extra.items()]
+        return "\n".join(lines) + "\n"
+
+    def client_context(self):
+        """A client context that trusts this CA and checks the name."""
+        ctx = ssl.create_default_context()
+        self.ca.configure_trust(ctx)
+        return ctx
+
+
 def leaf_pem(cert):
     """The PEM of a trustme.LeafCert's own certificate."""
     return cert.cert_chain_pems[0].bytes().decode()
@@ -73,30 +100,10 @@ def subject_rfc4514(cert):
     return x509.load_pem_x509_certificate(cert.cert_chain_pems[0].bytes()).subject.rfc4514_string()
 
 
-@functools.cache
-def reads_client_auth(m0_args):
-    """Whether this m0 reads tls.client_auth and tls.ca in `m0_args`.
-    `m0 --check` prints the effective configuration: the keys m0 read, so
-    neither is there while the core reads only tls.cert and tls.key (or
-    refuses the others)."""
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as config:
-        config.write("frontend:\n  type: http\n")
-        config.flush()
-        checked = subprocess.run([m0test.M0_BINARY, "--check", "--config", config.name, *m0_args],
-                                 capture_output=True, text=True, timeout=m0test.scaled(30))
-    section = re.search(r"^tls:\n((?:[ -].*\n)*)", checked.stdout, re.MULTILINE)
-    return bool(section) and all(re.search(rf"^  {key}:", section.group(1), re.MULTILINE)
-                                 for key in ("client_auth", "ca"))
-
-
 def start_with_client_auth(start, certificates, client_auth, *args, **kwargs):
     """Starts m0 through `start` (an m0_server-like factory; `args` first)
-    asking clients for certificates. Skips while m0 does not read the keys
-    that turn this on: the `tls:` section's parser may not have landed."""
-    m0_args = tuple(certificates.m0_args(client_auth))
-    if not reads_client_auth(m0_args):
-        pytest.skip("m0 does not read tls.client_auth and tls.ca yet (the tls: section's parser)")
-    return start(*args, *m0_args, **kwargs)
+    asking clients for certificates from the CA."""
+    return start(*args, *certificates.m0_args(client_auth), **kwargs)
 
 
 class _Connection(http.client.HTTPSConnection):

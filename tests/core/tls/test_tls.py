@@ -19,7 +19,7 @@ import sys
 import pytest
 
 import m0test
-from support.tls_certs import ServerCertificate
+from support.tls import TLS_LISTEN, ServerCertificate
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "telemetry"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "server"))
@@ -27,7 +27,6 @@ from load_support import Wrk, wait_for_requests  # noqa: E402
 from metrics_support import metrics_port, samples, value  # noqa: E402
 from prefork_support import wait_for_children  # noqa: E402
 
-TLS_LISTEN = ("--listen", "127.0.0.1:0 tls")
 BIG_FILE_BYTES = 3 * 1024 * 1024 + 17
 
 
