@@ -73,9 +73,13 @@ int bio_write(BIO* b, const char* in, std::size_t len, std::size_t* done) {
     }
 }
 
-long bio_ctrl(BIO*, int cmd, long, void*) {
-    // Writes go straight to the socket: there is nothing to flush.
-    return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+long bio_ctrl(BIO* b, int cmd, long, void*) {
+    switch (cmd) {
+        case BIO_CTRL_FLUSH: return 1;  // writes go straight to the socket
+        // What SSL_OP_IGNORE_UNEXPECTED_EOF asks: the socket ended.
+        case BIO_CTRL_EOF: return static_cast<connection::io_state*>(BIO_get_data(b))->eof ? 1 : 0;
+        default: return 0;
+    }
 }
 
 int bio_create(BIO* b) {
@@ -164,8 +168,7 @@ connection::~connection() {
     // Ended without an error, with or without close_notify (most clients
     // just close): its session stays in the cache for a TLS 1.2 client to
     // resume by id. OpenSSL drops the session of an SSL freed otherwise.
-    if (established_ && failure_ == handshake_failure::none)
-        SSL_set_shutdown(ssl_, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+    if (established_ && !protocol_error_) SSL_set_shutdown(ssl_, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
     SSL_free(ssl_);
 }
 
@@ -228,9 +231,16 @@ connection::status connection::after_error(int ret, bool handshaking) {
         default: break;
     }
     socket_errno_ = io_->error;
-    if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) {
-        // The socket ended or failed under OpenSSL's feet.
-        if (!handshaking && socket_errno_ == 0) return status::closed;
+    const bool socket_ended = e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0;
+    if (!handshaking) {
+        // After the handshake the connection ends, by a reset or a
+        // protocol error; only the latter spoils its session.
+        if (socket_ended) return socket_errno_ == 0 ? status::closed : status::failed;
+        protocol_error_ = true;
+        ERR_clear_error();
+        return status::failed;
+    }
+    if (socket_ended) {
         failure_ = handshake_failure::closed;
         failure_detail_ = socket_errno_ ? std::strerror(socket_errno_) : "the client closed the connection";
         return status::failed;
@@ -285,7 +295,7 @@ const tls_info& connection::info() {
     SSL_get0_alpn_selected(ssl_, &alpn, &alpn_len);
     if (alpn) i.alpn.assign(reinterpret_cast<const char*>(alpn), alpn_len);
     i.resumed = SSL_session_reused(ssl_) == 1;
-    if (X509* own = SSL_get_certificate(ssl_)) i.server_cert = to_pem(own);
+    i.server_cert = server_context::certificate_pem(ssl_);
     if (X509* leaf = SSL_get0_peer_certificate(ssl_)) {
         i.client_cert_chain.push_back(to_pem(leaf));
         i.client_subject = rfc4514(X509_get_subject_name(leaf));

@@ -1,6 +1,7 @@
 #include <m0/tls/server_context.hpp>
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
 #include <cstring>
@@ -45,6 +46,10 @@ struct client_verification {
 // the handshake).
 struct callback_data {
     std::vector<std::string> alpn;      // server preference
+    // The leaf certificate as PEM, for the ASGI tls extension's server_cert:
+    // encoded once here, not per connection (it cost a full RSA handshake
+    // a quarter of its time).
+    std::string certificate_pem;
     std::optional<ticket_keys> tickets;  // null: tls.session_tickets false
     struct named_context {
         std::vector<std::string> names;
@@ -65,6 +70,17 @@ int callback_data_index() {
 
 const callback_data* data_of(const SSL* ssl) {
     return static_cast<const callback_data*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), callback_data_index()));
+}
+
+std::string pem_of(X509* cert) {
+    std::string out;
+    std::unique_ptr<BIO, openssl_free<BIO_free>> mem(BIO_new(BIO_s_mem()));
+    if (mem && PEM_write_bio_X509(mem.get(), cert) == 1) {
+        char* data = nullptr;
+        const long n = BIO_get_mem_data(mem.get(), &data);
+        if (n > 0) out.assign(data, static_cast<std::size_t>(n));
+    }
+    return out;
 }
 
 // The SNI callback of the default context: moves the connection to the
@@ -213,6 +229,7 @@ ssl_ctx_ptr make_context(const settings& s, const loaded_chain& chain, const cli
 
     auto data = std::make_unique<callback_data>();
     data->alpn = s.alpn;
+    data->certificate_pem = pem_of(chain.certificates.front().get());
     if (s.session_tickets) data->tickets.emplace(s.ticket_secret, s.ticket_rotation);
     SSL_CTX_set_alpn_select_cb(c, choose_protocol, data.get());
     SSL_CTX_set_tlsext_ticket_key_evp_cb(c, seal_or_open_ticket);
@@ -232,6 +249,12 @@ struct server_context::state {
 
 server_context::server_context(std::unique_ptr<state> st) : state_(std::move(st)) {}
 server_context::~server_context() = default;
+
+const std::string& server_context::certificate_pem(const SSL* ssl) noexcept {
+    static const std::string none;
+    const callback_data* data = data_of(ssl);
+    return data ? data->certificate_pem : none;
+}
 
 SSL_CTX* server_context::native() const noexcept { return state_->default_context.get(); }
 const settings& server_context::config() const noexcept { return state_->config; }

@@ -55,13 +55,14 @@ def site(tmp_path):
     return certs, root
 
 
-def https_get(port, path, context, server_hostname="localhost", headers=None, session=None):
-    """One request on a new TLS connection; (status, headers, body, ssl socket facts)."""
+def https_get(port, path, context, server_hostname="localhost", headers=None, session=None, method="GET",
+              body=b""):
+    """One request on a new TLS connection: (the response, facts of the TLS session)."""
     raw = socket.create_connection(("127.0.0.1", port), timeout=m0test.scaled(10))
     with context.wrap_socket(raw, server_hostname=server_hostname, session=session) as tls:
-        lines = [f"GET {path} HTTP/1.1", "Host: localhost", "Connection: close"]
+        lines = [f"{method} {path} HTTP/1.1", "Host: localhost", "Connection: close"]
         lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
-        tls.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        tls.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
         response = m0test.ResponseReader(tls).read()
         facts = {"version": tls.version(), "cert": tls.getpeercert(binary_form=True),
                  "reused": tls.session_reused, "session": tls.session}
@@ -285,3 +286,53 @@ def test_reloads_under_https_load_fail_no_request(m0_server, tmp_path):
             wrk.kill()
         assert requests > 0 and not errors, wrk.output + "\nm0's log:\n" + server.output()
         assert server.stop() == 0
+
+
+def test_sni_chooses_the_chain_of_the_name_asked_for(m0_server, site, tmp_path):
+    certs, root = site
+    other = ServerCertificate(tmp_path / "other", ca=certs.ca, names=("b.example",))
+    extra = f"  sni:\n    - {{cert: {other.cert}, key: {other.key}}}\n"
+    server = m0_server(native_config(certs, root).replace("tls:\n", "tls:\n" + extra, 1), *TLS_LISTEN)
+    secure = server.ports[1]
+    # The names come from the chain's subjectAltName; the client checks
+    # the certificate it gets against the name it asked for.
+    response, facts = https_get(secure, "/hello", certs.client_context(), server_hostname="b.example")
+    assert response.status == 200 and facts["cert"] == other.leaf_der()
+    assert served_cert(secure, certs) == certs.leaf_der()
+    unchecked = ssl.create_default_context()
+    unchecked.check_hostname, unchecked.verify_mode = False, ssl.CERT_NONE
+    _, facts = https_get(secure, "/hello", unchecked, server_hostname="c.example")
+    assert facts["cert"] == certs.leaf_der()  # no chain for that name: the default one
+    assert server.stop() == 0
+
+
+@pytest.mark.parametrize("scheduler", ["reactors", "balanced"])
+def test_a_realtime_hold_and_a_websocket_over_tls(m0_server, site, scheduler):
+    from websockets.sync.client import connect
+    from support.sse_stream import StreamReader
+    certs, _ = site
+    tls_args = (*TLS_LISTEN, "--scheduler", scheduler, "--set", f"tls.cert={certs.cert}", "--set",
+                f"tls.key={certs.key}")
+    configs = os.path.join(m0test.SOURCE_DIR, "configs")
+    server = m0_server(os.path.join(configs, "flask-realtime.yaml"), *tls_args, threads=2,
+                       env={"VIRTUAL_ENV": sys.prefix})
+    secure = server.ports[1]
+    raw = socket.create_connection(("127.0.0.1", secure), timeout=m0test.scaled(20))
+    with certs.client_context().wrap_socket(raw, server_hostname="localhost") as held:
+        held.sendall(b"GET /events?room=lobby HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        stream = StreamReader(held, timeout=20)
+        status, headers = stream.head()
+        assert status == 200 and ("content-type", "text/event-stream") in headers
+        said, _ = https_get(secure, "/say", certs.client_context(), headers={
+            "Content-Type": "application/x-www-form-urlencoded", "Content-Length": "21"}, method="POST",
+            body=b"room=lobby&text=hello")
+        assert said.status == 204
+        assert stream.event() == {"event": "message", "data": '{"room": "lobby", "text": "hello"}'}
+    assert server.stop() == 0
+    server = m0_server(os.path.join(configs, "websocket-echo.yaml"), *tls_args, threads=2)
+    with connect(f"wss://localhost:{server.ports[1]}/ws", ssl=certs.client_context(),
+                 open_timeout=m0test.scaled(10), ping_interval=None) as ws:
+        for text in ("one", "two" * 10000):
+            ws.send(text)
+            assert ws.recv(timeout=m0test.scaled(10)) == text
+    assert server.stop() == 0

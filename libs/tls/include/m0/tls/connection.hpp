@@ -52,6 +52,7 @@ public:
     // Advances the handshake. failed: failure() says why.
     status handshake();
     bool established() const noexcept { return established_; }
+    // Set only by a handshake that failed.
     handshake_failure failure() const noexcept { return failure_; }
     // OpenSSL's words for the failure, for a debug log line.
     const std::string& failure_detail() const noexcept { return failure_detail_; }
@@ -92,6 +93,7 @@ private:
     std::string failure_detail_;
     int socket_errno_ = 0;
     bool established_ = false;
+    bool protocol_error_ = false;  // a TLS error after the handshake
 };
 
 }  // namespace m0::tls

@@ -12,6 +12,7 @@
 #include <m0/tls/settings.hpp>
 
 typedef struct ssl_ctx_st SSL_CTX;
+typedef struct ssl_st SSL;
 
 namespace m0::tls {
 
@@ -40,6 +41,9 @@ public:
     // callback moves it to another chain's context.
     SSL_CTX* native() const noexcept;
     const settings& config() const noexcept;
+    // The PEM of the certificate a connection's context serves (after SNI
+    // chose it), encoded when the context was built; empty if unknown.
+    static const std::string& certificate_pem(const SSL* ssl) noexcept;
 
     struct state;
     explicit server_context(std::unique_ptr<state> st);
