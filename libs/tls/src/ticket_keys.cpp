@@ -26,8 +26,10 @@ T* param_pointer(const T* p) {
 ticket_keys::ticket_keys(const std::array<std::uint8_t, 32>& secret, std::chrono::seconds rotation)
     : secret_(secret),
       rotation_(std::max(rotation, std::chrono::seconds(1))),
-      hkdf_(EVP_KDF_fetch(nullptr, "HKDF", nullptr)) {
+      hkdf_(EVP_KDF_fetch(nullptr, "HKDF", nullptr)),
+      aes_(EVP_CIPHER_fetch(nullptr, "AES-256-CBC", nullptr)) {
     if (!hkdf_) throw std::runtime_error("HKDF is not available in this OpenSSL");
+    if (!aes_) throw std::runtime_error("AES-256-CBC is not available in this OpenSSL");
 }
 
 std::int64_t ticket_keys::current_period() const {
@@ -78,7 +80,7 @@ int ticket_keys::seal_or_open(unsigned char name[16], unsigned char* iv, EVP_CIP
     if (seal) {
         key = key_of(period);
         std::memcpy(name, key.name.data(), key.name.size());
-        if (RAND_bytes(iv, EVP_CIPHER_get_iv_length(EVP_aes_256_cbc())) != 1) return -1;
+        if (RAND_bytes(iv, EVP_CIPHER_get_iv_length(aes_.get())) != 1) return -1;
     } else {
         key = key_of(period);
         if (std::memcmp(name, key.name.data(), key.name.size()) != 0) {
@@ -93,8 +95,8 @@ int ticket_keys::seal_or_open(unsigned char name[16], unsigned char* iv, EVP_CIP
         OSSL_PARAM_construct_end(),
     };
     if (EVP_MAC_CTX_set_params(mac, mac_params) != 1) return -1;
-    const int ok = seal ? EVP_EncryptInit_ex(cipher, EVP_aes_256_cbc(), nullptr, key.cipher_key.data(), iv)
-                        : EVP_DecryptInit_ex(cipher, EVP_aes_256_cbc(), nullptr, key.cipher_key.data(), iv);
+    const int ok = seal ? EVP_EncryptInit_ex(cipher, aes_.get(), nullptr, key.cipher_key.data(), iv)
+                        : EVP_DecryptInit_ex(cipher, aes_.get(), nullptr, key.cipher_key.data(), iv);
     return ok == 1 ? found : -1;
 }
 

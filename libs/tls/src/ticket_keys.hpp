@@ -48,6 +48,8 @@ private:
     // Fetched once: a provider lookup per handshake would cost more than the
     // derivation itself.
     std::unique_ptr<EVP_KDF, openssl_free<EVP_KDF_free>> hkdf_;
+    // Fetched once too: EVP_aes_256_cbc() would make every ticket fetch it.
+    std::unique_ptr<EVP_CIPHER, openssl_free<EVP_CIPHER_free>> aes_;
     // The keys of the two periods derived last (every reactor thread seals
     // and opens tickets: a mutex held for a copy).
     mutable std::mutex cache_mutex_;
