@@ -128,7 +128,13 @@ int seal_or_open_ticket(SSL* ssl, unsigned char name[16], unsigned char* iv, EVP
     const callback_data* data = data_of(ssl);
     if (!data || !data->tickets) return seal ? -1 : 0;
     try {
-        return data->tickets->seal_or_open(name, iv, cipher, mac, seal != 0);
+        const int r = data->tickets->seal_or_open(name, iv, cipher, mac, seal != 0);
+        // TLS 1.3 tickets are for one use (RFC 8446, C.4): a resumed
+        // connection gets fresh ones only if the callback asks (2), as
+        // OpenSSL's own ticket keys always do; without them a client that
+        // reconnects again has no ticket left and pays a full handshake.
+        if (!seal && r == 1 && SSL_version(ssl) == TLS1_3_VERSION) return 2;
+        return r;
     } catch (const std::exception&) {
         return -1;  // never through OpenSSL's C frames
     }

@@ -3,6 +3,8 @@
 // picks, what client authentication lets through, and whether a ticket one
 // context issued resumes on another built from the same settings (as on
 // another serving process).
+#include <cstring>
+
 #include <boost/test/unit_test.hpp>
 
 #include <openssl/err.h>
@@ -173,6 +175,30 @@ BOOST_AUTO_TEST_CASE(a_ticket_resumes_on_another_context_with_the_same_secret_on
             BOOST_TEST(refused.completed);
             BOOST_TEST(!refused.resumed);
         }
+    }
+}
+
+// TLS 1.3 tickets are for one use: a resumed connection must get a new one,
+// or a client that reconnects again has none left (wrk, reconnecting with
+// the last connection's session, paid a full handshake every other time).
+BOOST_AUTO_TEST_CASE(a_resumed_tls13_connection_gets_a_fresh_ticket_that_resumes_again) {
+    const auto server = load();
+    client_hello hello{.server_name = "a.example"};
+    auto previous = handshake(server->native(), hello);
+    BOOST_REQUIRE(previous.session);
+    for (int round = 0; round < 3; ++round) {
+        hello.session = previous.session.get();
+        auto next = handshake(server->native(), hello);
+        BOOST_TEST(next.resumed);
+        BOOST_REQUIRE(next.session);
+        const unsigned char* old_ticket = nullptr;
+        const unsigned char* new_ticket = nullptr;
+        std::size_t old_length = 0, new_length = 0;
+        SSL_SESSION_get0_ticket(previous.session.get(), &old_ticket, &old_length);
+        SSL_SESSION_get0_ticket(next.session.get(), &new_ticket, &new_length);
+        BOOST_TEST((new_length > 0 && (new_length != old_length ||
+                                       std::memcmp(old_ticket, new_ticket, new_length) != 0)));
+        previous = std::move(next);
     }
 }
 
