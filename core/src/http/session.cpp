@@ -271,7 +271,7 @@ std::size_t session::read_now(char* p, std::size_t cap, error_code& ec) {
     return 0;
 }
 
-void session::read_async() {
+void session::read_async(bool socket_first) {
     if (!tls_ || lingering_) {
         socket_.async_read_some(asio::buffer(rbuf_.get() + rend_, rcap_ - rend_),
                                 [self = shared_from_this()](const error_code& ec, std::size_t n) {
@@ -280,7 +280,9 @@ void session::read_async() {
         return;
     }
     // OpenSSL reads ahead: records may wait in it with the socket empty.
-    if (tls_->has_buffered_input() && !tls_wants_write_) {
+    // Not after a read that wanted more: what it holds then is part of a
+    // record, and only the socket can complete it (posting again would spin).
+    if (!socket_first && tls_->has_buffered_input() && !tls_wants_write_) {
         asio::post(server_->io(), [self = shared_from_this()] { self->tls_read_ready(); });
         return;
     }
@@ -301,7 +303,7 @@ void session::tls_read_ready() {
     error_code ec;
     const std::size_t n = read_now(rbuf_.get() + rend_, rcap_ - rend_, ec);
     if (ec == asio::error::would_block) {
-        read_async();
+        read_async(true);
         return;
     }
     on_read(ec, n);

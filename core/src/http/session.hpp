@@ -113,7 +113,9 @@ private:
     // Reads what is there now into [p, p + cap); would_block when nothing is.
     std::size_t read_now(char* p, std::size_t cap, boost::system::error_code& ec);
     // The read maybe_read issues: into the buffer at rend_, then on_read.
-    void read_async();
+    // socket_first: wait for the socket even if TLS holds bytes (they are
+    // an incomplete record).
+    void read_async(bool socket_first = false);
     void tls_read_ready();
     void start_tls();
     void tls_handshake_step();
