@@ -290,22 +290,10 @@ status read_to_end(conversation& c) {
 }
 
 // One certificate chain (a.example), tickets on.
-struct one_chain {
-    temp_dir dir;
-    settings s;
-    one_chain() {
-        s.certificate = write_chain(dir, "a", pki().a);
-        s.ticket_secret.fill(7);
-    }
+struct one_chain : test::chain_settings {
     void ask_for_client_certificates(client_auth mode) {
         s.client_auth = mode;
         s.ca = dir.write("ca.pem", test::pem_of(pki().ca.cert.get()) + test::pem_of(pki().intermediate.cert.get()));
-    }
-    std::shared_ptr<const server_context> load() const {
-        load_report report;
-        auto context = server_context::load(s, report);
-        BOOST_REQUIRE_MESSAGE(context, (report.errors.empty() ? std::string() : report.errors.front()));
-        return context;
     }
 };
 

@@ -115,20 +115,8 @@ outcome handshake(SSL_CTX* server, const client_hello& hello) {
 }
 
 // Chains a.example (the default) and b.example, *.b.example (by SNI).
-struct two_chains {
-    temp_dir dir;
-    settings s;
-    two_chains() {
-        s.certificate = write_chain(dir, "a", pki().a);
-        s.sni.push_back(write_chain(dir, "b", pki().b));
-        s.ticket_secret.fill(7);
-    }
-    std::shared_ptr<const server_context> load() const {
-        load_report report;
-        auto context = server_context::load(s, report);
-        BOOST_REQUIRE_MESSAGE(context, (report.errors.empty() ? std::string() : report.errors.front()));
-        return context;
-    }
+struct two_chains : test::chain_settings {
+    two_chains() { s.sni.push_back(write_chain(dir, "b", pki().b)); }
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "test_certificates.hpp"
 
+#include <boost/test/unit_test.hpp>
+
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
@@ -170,6 +172,18 @@ certificate_files write_chain(const temp_dir& dir, const std::string& name, cons
     files.cert = dir.write(name + ".crt", pem_of(leaf.cert.get()) + pem_of(pki().intermediate.cert.get()));
     files.key = dir.write(name + ".key", pem_of(leaf.key.get(), password));
     return files;
+}
+
+chain_settings::chain_settings() {
+    s.certificate = write_chain(dir, "a", pki().a);
+    s.ticket_secret.fill(7);
+}
+
+std::shared_ptr<const server_context> chain_settings::load() const {
+    load_report report;
+    auto context = server_context::load(s, report);
+    BOOST_REQUIRE_MESSAGE(context, (report.errors.empty() ? std::string() : report.errors.front()));
+    return context;
 }
 
 }  // namespace m0::tls::test

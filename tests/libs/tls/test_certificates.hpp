@@ -2,9 +2,11 @@
 // Keys and certificates made at test time with the OpenSSL API, written as
 // PEM files into a directory of their own: no fixture file ages or expires.
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include <m0/tls/server_context.hpp>
 #include <m0/tls/settings.hpp>
 
 #include "openssl_handles.hpp"
@@ -73,5 +75,14 @@ const test_pki& pki();
 // key (PKCS#8, encrypted when `password` is set) into `dir`.
 certificate_files write_chain(const temp_dir& dir, const std::string& name, const identity& leaf,
                               const std::string& password = "");
+
+// A fixture's settings: the a.example chain in a directory of its own,
+// tickets on with a fixed secret; load() fails the test on any error.
+struct chain_settings {
+    temp_dir dir;
+    settings s;
+    chain_settings();
+    std::shared_ptr<const server_context> load() const;
+};
 
 }  // namespace m0::tls::test
