@@ -1,0 +1,401 @@
+"""Attacks on the HTTP/2 engine over raw sockets (frames written with
+hyperframe and hpack, some of which h2 would refuse to make): rapid reset,
+a CONTINUATION flood, an HPACK bomb, SETTINGS and PING floods from a
+client that does not read, a zero-window reader asking for large bodies and
+many streams trickling their bodies. For each: the abuser is told off
+(GOAWAY, a reset) or closed, m0's resident memory stays bounded, and
+another client, over HTTP/2 and over HTTP/1.1, is answered promptly during
+and after the attack."""
+import json
+import socket
+import threading
+import time
+
+import hpack
+import httpx
+import pytest
+from hyperframe.frame import (ContinuationFrame, GoAwayFrame, HeadersFrame, PingFrame, RstStreamFrame,
+                              SettingsFrame)
+
+import m0test
+from h2_support import (ASGI_APPS, CANCEL, COMPRESSION_ERROR, ENHANCE_YOUR_CALM, INTERNAL_ERROR, PREFACE,
+                        PROTOCOL_ERROR, WSGI_APPS, Client, FrameReader, connect, python_plugins_built)
+
+pytestmark = pytest.mark.skipif(not python_plugins_built(),
+                                reason="the Python plugins are not built (M0_BUILD_PYTHON=OFF)")
+
+MIB = 1024 * 1024
+# Resident memory m0 may gain during an attack (measured: a few MiB).
+RSS_GROWTH_BOUND = 64 * MIB
+# An answer to the bystander client within this (seconds, scaled).
+PROMPT = 5.0
+BIG_FILE = 96 * MIB
+
+
+def deployment(root, extra=""):
+    """Static files (/files), a native route (/hello), the WSGI test router
+    on a pool (/wsgi) and the ASGI body digest on an asyncio loop (/asgi)."""
+    return (
+        "executors:\n"
+        "  app: {type: pool, pool: {threads: 4, max_threads: 4}}\n"
+        "  loop: {type: asyncio}\n"
+        "mounts:\n"
+        "  - prefix: /files\n"
+        f"    frontend: {{type: http, static: {{prefix: /files, root: {root}}}}}\n"
+        "  - prefix: /hello\n"
+        "    frontend:\n"
+        "      type: http\n"
+        "      routes: [{path: /hello, body: 'Hello, World!', headers: {Content-Type: text/plain}}]\n"
+        "  - prefix: /wsgi\n"
+        f"    frontend: {{type: wsgi, app: 'wsgi_apps:router', chdir: {WSGI_APPS}}}\n"
+        "    executor: app\n"
+        "  - prefix: /asgi\n"
+        f"    frontend: {{type: asgi, app: 'body_apps:digest', chdir: {ASGI_APPS}}}\n"
+        "    executor: loop\n"
+        + extra
+    )
+
+
+@pytest.fixture
+def target(m0_server, tmp_path):
+    """m0 serving the deployment, warmed up (every mount answered once)."""
+    root = tmp_path / "www"
+    root.mkdir()
+    with open(root / "big.bin", "wb") as f:
+        f.truncate(BIG_FILE)
+
+    def start(extra=""):
+        server = m0_server(deployment(root, extra), env=m0test.rss_env())
+        assert_served(server)
+        assert m0test.request(server.port, path="/wsgi/hello").status == 200
+        assert m0test.request(server.port, method="POST", path="/asgi/", body=b"x" * 100000).status == 200
+        return server
+    return start
+
+
+def assert_served(server):
+    """Another client is answered promptly: HTTP/2 (prior knowledge) and
+    HTTP/1.1, each on a new connection."""
+    started = time.monotonic()
+    with httpx.Client(http1=False, http2=True, timeout=m0test.scaled(PROMPT)) as client:
+        response = client.get(f"http://127.0.0.1:{server.port}/hello")
+    assert response.http_version == "HTTP/2" and response.text == "Hello, World!"
+    assert m0test.request(server.port, path="/hello", timeout=PROMPT).body == b"Hello, World!"
+    elapsed = time.monotonic() - started
+    assert elapsed < m0test.scaled(PROMPT), f"the bystander waited {elapsed:.1f}s"
+
+
+class RssWatch:
+    """The largest resident memory of m0 while the attack runs, sampled
+    from /proc in a thread."""
+
+    def __init__(self, server):
+        self.pid = server.proc.pid
+        self.baseline = m0test.rss_kib(self.pid) * 1024
+        self.peak = self.baseline
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.wait(0.05):
+            try:
+                self.peak = max(self.peak, m0test.rss_kib(self.pid) * 1024)
+            except (OSError, AssertionError):
+                return
+
+    def check(self):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, m0test.rss_kib(self.pid) * 1024)
+        growth = self.peak - self.baseline
+        print(f"m0 RSS: {self.baseline / MIB:.1f} MiB before, {self.peak / MIB:.1f} MiB at the peak")
+        assert growth < RSS_GROWTH_BOUND, f"m0's RSS grew by {growth / MIB:.1f} MiB"
+
+
+class Bystander:
+    """A thread that keeps asking m0 for /hello over HTTP/2 and HTTP/1.1
+    while the attack runs; every answer must come promptly."""
+
+    def __init__(self, server):
+        self.server = server
+        self.errors, self.answers = [], 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                assert_served(self.server)
+                self.answers += 1
+            except Exception as e:  # noqa: BLE001 (reported by check())
+                self.errors.append(repr(e))
+                return
+            self._stop.wait(0.05)
+
+    def check(self):
+        self._stop.set()
+        self._thread.join()
+        assert not self.errors, self.errors
+        assert self.answers > 0
+
+
+def attacker(port, settings=None, rcvbuf=None):
+    """A raw connection that has sent the preface and its SETTINGS."""
+    sock = connect(port, rcvbuf=rcvbuf)
+    frame = SettingsFrame(0)
+    frame.settings.update(settings or {})
+    sock.sendall(PREFACE + frame.serialize())
+    return sock
+
+
+def send_until_refused(sock, frames, batch=200, timeout=5.0):
+    """Sends the serialized `frames` in batches until all are sent, m0
+    closes the connection, or m0 stops reading for `timeout` seconds.
+    Returns (frames sent, why it stopped)."""
+    sock.settimeout(m0test.scaled(timeout))
+    sent = 0
+    for start in range(0, len(frames), batch):
+        try:
+            sock.sendall(b"".join(frames[start:start + batch]))
+        except (BrokenPipeError, ConnectionResetError):
+            return sent, "closed"
+        except (socket.timeout, TimeoutError):
+            return sent, "blocked"
+        sent += len(frames[start:start + batch])
+    return sent, "sent"
+
+
+def request_block(encoder, path="/hello", extra=()):
+    return encoder.encode([(":method", "GET"), (":scheme", "http"), (":authority", "localhost"), (":path", path),
+                           *extra])
+
+
+def check_told_off(reader, allowed, timeout=20.0):
+    """m0 closes the abuser's connection; any GOAWAY it sent carries one of
+    the `allowed` error codes. Returns the GOAWAY codes."""
+    goaways, _ = reader.goaway_then_close(timeout)
+    codes = [g.error_code for g in goaways]
+    assert all(code in allowed for code in codes), f"GOAWAY codes {codes}, expected some of {allowed}"
+    return codes
+
+
+def test_rapid_reset(target):
+    """Thousands of HEADERS each cancelled at once by RST_STREAM
+    (CVE-2023-44487): GOAWAY and the close long before the last."""
+    server = target()
+    watch, bystander = RssWatch(server), Bystander(server)
+    sock = attacker(server.port)
+    reader_frames = []
+    # Its own socket object (the same connection): its timeout is not the sender's.
+    reader = FrameReader(sock.dup())
+    encoder = hpack.Encoder()
+    frames = []
+    for i in range(20000):
+        stream_id = 1 + 2 * i
+        frames.append(HeadersFrame(stream_id, request_block(encoder), flags=["END_HEADERS", "END_STREAM"]).serialize()
+                      + RstStreamFrame(stream_id, error_code=CANCEL).serialize())
+    # m0 answers some of them: read meanwhile so that it never blocks on us.
+    done = threading.Event()
+
+    def read():
+        while not done.is_set():
+            try:
+                frame = reader.next(timeout=30)
+            except (socket.timeout, TimeoutError, OSError):
+                return
+            if frame is None:
+                return
+            reader_frames.append(frame)
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    sent, why = send_until_refused(sock, frames, batch=100)
+    thread.join(timeout=m0test.scaled(30))
+    done.set()
+    assert not thread.is_alive(), f"m0 kept the connection open after {sent} HEADERS+RST_STREAM pairs ({why})"
+    codes = [f.error_code for f in reader_frames if isinstance(f, GoAwayFrame)]
+    print(f"rapid reset: {sent} pairs sent before m0 {why}; GOAWAY codes {codes}")
+    # nghttp2's own rapid-reset limiter says INTERNAL_ERROR; m0's budget ENHANCE_YOUR_CALM.
+    assert codes and codes[-1] in (ENHANCE_YOUR_CALM, INTERNAL_ERROR), codes
+    assert sent < len(frames), "m0 took 20000 rapid resets"
+    watch.check()
+    bystander.check()
+    assert_served(server)
+    assert server.stop() == 0
+
+
+def test_continuation_flood(target):
+    """HEADERS without END_HEADERS, then CONTINUATION frames without end
+    (CVE-2024-27316 and kin): closed early, nothing kept."""
+    server = target()
+    watch, bystander = RssWatch(server), Bystander(server)
+    sock = attacker(server.port)
+    reader = FrameReader(sock)
+    encoder = hpack.Encoder()
+    frames = [HeadersFrame(1, request_block(encoder)).serialize()]
+    # Each CONTINUATION holds literal fields that are never indexed.
+    field = b"\x10\x07x-flood\x7f" + encode_int(1000 - 127) + b"a" * 1000
+    piece = field * 15
+    frames += [ContinuationFrame(1, piece).serialize() for _ in range(4000)]
+    sent, why = send_until_refused(sock, frames, batch=20)
+    print(f"CONTINUATION flood: {sent} frames of {len(piece)} bytes sent before m0 {why}")
+    codes = check_told_off(reader, (ENHANCE_YOUR_CALM, PROTOCOL_ERROR, COMPRESSION_ERROR, INTERNAL_ERROR))
+    print(f"CONTINUATION flood: GOAWAY codes {codes}")
+    assert sent < len(frames), "m0 read a header block of 60 MB"
+    watch.check()
+    bystander.check()
+    assert_served(server)
+    assert server.stop() == 0
+
+
+def test_hpack_bomb(target):
+    """One 4 KB field in the dynamic table, referenced by one-byte indexes
+    thousands of times per request: 431 (or a reset) for each such request,
+    no decoded copy kept."""
+    server = target()
+    watch, bystander = RssWatch(server), Bystander(server)
+    outcomes = []
+    for _ in range(10):
+        sock = attacker(server.port)
+        reader = FrameReader(sock)
+        decoder = hpack.Decoder()
+        # Literal with incremental indexing, new name: the table's entry 62.
+        value = b"b" * 4000
+        seed = b"\x40\x06x-bomb" + b"\x7f" + encode_int(len(value) - 127) + value
+        frames = []
+        for i in range(4):
+            stream_id = 1 + 2 * i
+            # 12000 references: 48 MB decoded, in one frame.
+            block = REQUEST_HEAD + (seed if i == 0 else b"") + b"\xbe" * 12000
+            frames.append(HeadersFrame(stream_id, block, flags=["END_HEADERS", "END_STREAM"]).serialize())
+        sent, why = send_until_refused(sock, frames, batch=1)
+        statuses = {}
+        while True:
+            try:
+                frame = reader.next(timeout=20)
+            except (socket.timeout, TimeoutError):
+                raise AssertionError(f"no end of the bomb's streams: {statuses}")
+            if frame is None:
+                break
+            if isinstance(frame, HeadersFrame):
+                headers = dict(decoder.decode(frame.data))
+                statuses[frame.stream_id] = headers.get(":status", headers.get(b":status"))
+            elif isinstance(frame, RstStreamFrame):
+                statuses.setdefault(frame.stream_id, f"reset {frame.error_code}")
+            elif isinstance(frame, GoAwayFrame):
+                statuses["goaway"] = frame.error_code
+                break
+            if all(1 + 2 * i in statuses for i in range(4)):
+                break
+        sock.close()
+        outcomes.append(statuses)
+        for stream_id, status in statuses.items():
+            assert status not in ("200", b"200"), f"a bomb was answered 200: {statuses}"
+    print(f"HPACK bomb outcomes: {outcomes}")
+    assert any(s in ("431", b"431") for o in outcomes for s in o.values()) or all("goaway" in o for o in outcomes)
+    watch.check()
+    bystander.check()
+    assert_served(server)
+    assert server.stop() == 0
+
+
+def encode_int(value):
+    """The continuation bytes of an HPACK integer past its prefix."""
+    out = bytearray()
+    while value >= 128:
+        out.append(value % 128 + 128)
+        value //= 128
+    out.append(value)
+    return bytes(out)
+
+
+# A GET /hello head from the static table and literals not indexed (the
+# dynamic table stays the bomb's alone).
+REQUEST_HEAD = (b"\x82"  # :method GET
+                b"\x86"  # :scheme http
+                b"\x04\x06/hello"  # :path, literal without indexing
+                b"\x01\x09localhost")  # :authority, literal without indexing
+
+
+@pytest.mark.parametrize("kind", ["settings", "ping"])
+def test_control_frame_flood_from_a_client_that_does_not_read(target, kind):
+    """SETTINGS or PING frames, each asking for an ACK, from a client that
+    reads none: m0 does not queue the ACKs without end; it closes."""
+    server = target()
+    watch, bystander = RssWatch(server), Bystander(server)
+    sock = attacker(server.port, rcvbuf=4096)
+    if kind == "ping":
+        frame = PingFrame(0, b"abcdefgh").serialize()
+    else:
+        settings = SettingsFrame(0)
+        settings.settings[SettingsFrame.ENABLE_PUSH] = 0
+        frame = settings.serialize()
+    frames = [frame] * 1_000_000
+    sent, why = send_until_refused(sock, frames, batch=2000)
+    print(f"{kind} flood: {sent} frames sent before m0 {why}")
+    reader = FrameReader(sock)
+    codes = check_told_off(reader, (ENHANCE_YOUR_CALM, PROTOCOL_ERROR, INTERNAL_ERROR), timeout=30)
+    print(f"{kind} flood: GOAWAY codes {codes}")
+    watch.check()
+    bystander.check()
+    assert_served(server)
+    assert server.stop() == 0
+
+
+def test_zero_window_reader(target):
+    """A client whose windows are 0 and that never sends WINDOW_UPDATE asks
+    for a large static file and a large streamed WSGI body: m0 neither reads
+    the file nor lets the app run ahead into memory, and the stalled
+    streams end at the write timeout."""
+    server = target("http:\n  write_timeout: 2s\n")
+    watch, bystander = RssWatch(server), Bystander(server)
+    client = Client(server.port, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 0}, auto_window=False)
+    static = client.request("/files/big.bin")
+    app = client.request("/wsgi/big?tag=zero&n=64")
+    client.wait(lambda: client.responses[static].headers and client.responses[app].headers,
+                what="both response heads")
+    assert client.responses[static].status == 200 and client.responses[app].status == 200
+    assert not client.responses[static].body and not client.responses[app].body
+    # Both streams stay stalled until the write timeout ends them (a reset,
+    # or the connection closed).
+    client.wait(lambda: (client.closed or all(client.responses[s].reset is not None for s in (static, app))),
+                timeout=30, what="the stalled streams to end")
+    produced = json.loads(m0test.request(server.port, path="/wsgi/produced?tag=zero").body)["count"]
+    print(f"zero window: the app produced {produced} MiB; resets {[client.responses[s].reset for s in (static, app)]}")
+    assert produced < 16
+    client.close()
+    watch.check()
+    bystander.check()
+    assert_served(server)
+    assert server.stop() == 0
+
+
+def test_many_streams_trickling_bodies(target):
+    """50 streams each announcing a 1 MiB body and sending it a few bytes at
+    a time, then nothing: the bystander is answered throughout, and each
+    stalled stream ends at the body timeout."""
+    server = target("http:\n  body_timeout: 2s\n")
+    watch, bystander = RssWatch(server), Bystander(server)
+    client = Client(server.port)
+    streams = [client.request("/asgi/", method="POST", headers=[("content-length", str(MIB))], end_stream=False)
+               for _ in range(50)]
+    for _ in range(5):
+        for stream_id in streams:
+            client.conn.send_data(stream_id, b"x" * 10)
+        client.flush()
+        time.sleep(0.3)  # the pace of the attack (not a wait for m0)
+        assert_served(server)
+    # Then silence: every stream ends (408 or a reset) at the body timeout.
+    client.wait(lambda: client.closed or all(client.responses[s].ended or client.responses[s].reset is not None
+                                             for s in streams), timeout=30, what="the stalled bodies to time out")
+    outcomes = sorted({client.responses[s].status or f"reset {client.responses[s].reset}" for s in streams},
+                      key=str)
+    print(f"trickling bodies: {outcomes}; connection closed: {client.closed}")
+    assert all(o in (408, 400, 413) or str(o).startswith("reset") for o in outcomes), outcomes
+    client.close()
+    server.wait_for_log("digest: http.disconnect after", count=1)
+    watch.check()
+    bystander.check()
+    assert_served(server)
+    assert server.stop() == 0
