@@ -207,7 +207,8 @@ class Client:
             window = min(self.conn.local_flow_control_window(stream_id), self.conn.max_outbound_frame_size)
             if window <= 0:
                 self.receive()
-                self._check_alive(stream_id)
+                if not self._open(stream_id):
+                    return
                 continue
             piece, view = view[:window], view[window:]
             self.conn.send_data(stream_id, piece.tobytes(), end_stream=end_stream and not view)
@@ -216,11 +217,13 @@ class Client:
             self.conn.end_stream(stream_id)
             self.flush()
 
-    def _check_alive(self, stream_id):
+    def _open(self, stream_id):
+        """Whether m0 still takes the body of `stream_id` (it may answer
+        and end the stream early, or reset it)."""
+        if self.closed:
+            raise AssertionError(f"m0 closed the connection (GOAWAY {self.goaway}) while a body was sent")
         response = self.responses[stream_id]
-        if response.reset is not None or self.closed:
-            raise AssertionError(f"stream {stream_id} was reset ({response.reset}) or the connection closed "
-                                 f"(GOAWAY {self.goaway}) while sending its body")
+        return response.reset is None and not response.ended
 
     def reset(self, stream_id, code=CANCEL):
         self.conn.reset_stream(stream_id, code)
