@@ -178,6 +178,7 @@ class Client:
         self.goaway = None
         self.closed = False
         self.remote_settings = None
+        self.pinged = 0  # PINGs from m0 (h2 answers each)
         self.flush()
 
     def flush(self):
@@ -268,6 +269,8 @@ class Client:
                 response.reset = event.error_code
         elif isinstance(event, h2.events.ConnectionTerminated):
             self.goaway = event
+        elif isinstance(event, h2.events.PingReceived):
+            self.pinged += 1
         elif isinstance(event, h2.events.RemoteSettingsChanged):
             self.remote_settings = {k: v.new_value for k, v in event.changed_settings.items()}
 

@@ -19,7 +19,7 @@ import sys
 import hpack
 import httpx
 import pytest
-from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, SettingsFrame
+from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, PingFrame, SettingsFrame
 
 import m0test
 from h2_support import (CANCEL, NO_ERROR, PREFACE, Client, FrameReader, asgi_config, connect, h2_context,
@@ -399,3 +399,36 @@ def test_drain_sends_goaway_and_lets_the_open_stream_finish(m0_server):
     assert body == b"".join(b"chunk%d;" % i for i in range(30))
     assert goaway is not None and goaway.error_code == NO_ERROR and goaway.last_stream_id >= 1, goaway
     assert server.wait() == 0
+
+
+def test_max_requests_per_connection_then_goaway(m0_server, www):
+    server = m0_server(native_config(www, "http2:\n  max_requests_per_connection: 3\n"))
+    client = Client(server.port)
+    for _ in range(3):
+        assert client.get("/hello").status == 200
+    client.wait(lambda: client.goaway is not None, what="GOAWAY after the third request")
+    assert client.goaway.error_code == NO_ERROR and client.goaway.last_stream_id == 5, client.goaway
+    client.wait_closed()
+    # A new connection is served again.
+    with httpx_client() as http:
+        assert http.get(f"http://127.0.0.1:{server.port}/hello").status_code == 200
+    assert server.stop() == 0
+
+
+def test_ping_timeout_closes_a_silent_peer_and_keeps_one_that_answers(m0_server, www):
+    server = m0_server(native_config(www, "http2:\n  ping_interval: 300ms\n  ping_timeout: 300ms\n"))
+    # A raw peer that never answers PING: closed about 0.6 s after it went quiet.
+    silent = connect(server.port)
+    silent.sendall(PREFACE + SettingsFrame(0).serialize())
+    frames = FrameReader(silent)
+    pings = 0
+    while (frame := frames.next(timeout=10)) is not None:
+        pings += isinstance(frame, PingFrame) and "ACK" not in frame.flags
+    assert pings >= 1
+    silent.close()
+    # The h2 state machine answers every PING: still open after several intervals.
+    client = Client(server.port)
+    client.wait(lambda: client.pinged >= 3, what="three PINGs from m0")
+    assert client.get("/hello").status == 200
+    client.close()
+    assert server.stop() == 0
