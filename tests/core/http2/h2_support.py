@@ -269,6 +269,9 @@ class Client:
                 response.reset = event.error_code
         elif isinstance(event, h2.events.ConnectionTerminated):
             self.goaway = event
+            # h2 takes any frame after a GOAWAY for an error, but the streams
+            # up to its last stream id go on (RFC 9113, 6.8): keep reading them.
+            self.conn.state_machine.state = h2.connection.ConnectionState.OPEN
         elif isinstance(event, h2.events.PingReceived):
             self.pinged += 1
         elif isinstance(event, h2.events.RemoteSettingsChanged):
