@@ -157,6 +157,16 @@ class Response:
         return dict(self.headers).get(name)
 
 
+class _Connection(h2.connection.H2Connection):
+    """h2 takes any frame after a GOAWAY for an error, but the streams up to
+    its last stream id go on (RFC 9113, 6.8): this one reads them."""
+
+    def _receive_goaway_frame(self, frame):
+        result = super()._receive_goaway_frame(frame)
+        self.state_machine.state = h2.connection.ConnectionState.CLIENT_OPEN
+        return result
+
+
 class Client:
     """A client on the h2 state machine, over a plain connection (prior
     knowledge) or TLS (`context` offering h2). `settings` are sent with the
@@ -168,7 +178,7 @@ class Client:
         if context is not None:
             assert self.sock.selected_alpn_protocol() == "h2", self.sock.selected_alpn_protocol()
         config = h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
-        self.conn = h2.connection.H2Connection(config=config)
+        self.conn = _Connection(config=config)
         self.conn.initiate_connection()
         if settings:
             self.conn.update_settings(settings)
@@ -269,9 +279,6 @@ class Client:
                 response.reset = event.error_code
         elif isinstance(event, h2.events.ConnectionTerminated):
             self.goaway = event
-            # h2 takes any frame after a GOAWAY for an error, but the streams
-            # up to its last stream id go on (RFC 9113, 6.8): keep reading them.
-            self.conn.state_machine.state = h2.connection.ConnectionState.OPEN
         elif isinstance(event, h2.events.PingReceived):
             self.pinged += 1
         elif isinstance(event, h2.events.RemoteSettingsChanged):

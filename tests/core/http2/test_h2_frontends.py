@@ -225,8 +225,11 @@ def test_client_reset_in_a_wsgi_streamed_response(m0_server):
                       what="the app's iterable to be closed")
     produced = json.loads(m0test.request(server.port, path="/produced?tag=reset").body)["count"]
     assert produced < 64, produced
-    # The same connection: another stream answers.
+    # The same connection: another stream answers once the connection's
+    # window, which the reset stream's data filled, is open again.
     client.auto_window = True
+    client.conn.increment_flow_control_window(len(client.responses[stream].body))
+    client.flush()
     response = client.get("/hello")
     assert response.status == 200 and bytes(response.body) == b"Hello, World!"
     client.close()
