@@ -91,6 +91,7 @@ class FrameReader:
     def __init__(self, sock):
         self.sock = sock
         self.buf = b""
+        self.pos = 0  # where the next frame starts in buf
         self.closed = False
 
     def _fill(self):
@@ -100,21 +101,25 @@ class FrameReader:
             data = b""
         if not data:
             self.closed = True
-        self.buf += data
+        self.buf = self.buf[self.pos:] + data
+        self.pos = 0
 
     def next(self, timeout=10.0):
         """The next frame, or None once m0 closed the connection. Raises
         socket.timeout if nothing comes within `timeout`."""
         self.sock.settimeout(m0test.scaled(timeout))
-        while not self.closed:
-            if len(self.buf) >= 9:
-                frame, length = Frame.parse_frame_header(memoryview(self.buf[:9]))
-                if len(self.buf) >= 9 + length:
-                    frame.parse_body(memoryview(self.buf[9:9 + length]))
-                    self.buf = self.buf[9 + length:]
+        while True:
+            if len(self.buf) - self.pos >= 9:
+                view = memoryview(self.buf)
+                frame, length = Frame.parse_frame_header(view[self.pos:self.pos + 9])
+                end = self.pos + 9 + length
+                if len(self.buf) >= end:
+                    frame.parse_body(view[self.pos + 9:end])
+                    self.pos = end
                     return frame
+            if self.closed:
+                return None
             self._fill()
-        return None
 
     def goaway_then_close(self, timeout=20.0):
         """Reads until m0 closes the connection: (the GOAWAY frames it sent,
