@@ -964,6 +964,7 @@ void h2_session::on_read(const error_code& ec, std::size_t n) {
         // The client sends no more. Like an HTTP/1.1 half-close it still
         // reads: open streams are answered, then the connection closes.
         peer_eof_ = true;
+        reset_starved();
         maybe_finish();
         return;
     }
@@ -1037,6 +1038,23 @@ void h2_session::maybe_finish() {
     const bool done = (!nghttp2_session_want_read(ng_) && !nghttp2_session_want_write(ng_)) ||
                       (peer_eof_ && quiet) || (draining_ && goaway_sent_ && quiet);
     if (done) start_linger();
+}
+
+bool h2_session::starved(const h2_stream& st) const {
+    return peer_eof_ && !st.out.empty() &&
+           (nghttp2_session_get_stream_remote_window_size(ng_, st.id) <= 0 ||
+            nghttp2_session_get_remote_window_size(ng_) <= 0);
+}
+
+void h2_session::reset_starved() {
+    std::vector<stream_ptr> starving;
+    for (auto& [id, st] : streams_)
+        if (starved(*st)) starving.push_back(st);
+    for (auto& st : starving) {
+        reset_stream(*st, NGHTTP2_CANCEL);
+        mark_gone(*st);
+    }
+    if (!starving.empty()) send();
 }
 
 // Half-close, then read until the client closes (or a short timeout), so
@@ -1144,7 +1162,8 @@ void h2_session::on_timer(const error_code& ec) {
     std::vector<stream_ptr> stalled, slow_body;
     bool slow_head = false;
     for (auto& [id, st] : streams_) {
-        if (!st->out.empty() && expired(st->last_output, limits_.write_timeout)) stalled.push_back(st);
+        if (!st->out.empty() && (expired(st->last_output, limits_.write_timeout) || starved(*st)))
+            stalled.push_back(st);
         else if (!st->head_done && expired(st->last_input, limits_.header_timeout)) slow_head = true;
         else if (st->head_done && !st->body_done && !st->finished && (st->pull.fn || !st->dispatched) &&
                  expired(st->last_input, limits_.body_timeout))

@@ -136,6 +136,10 @@ private:
     void on_writable(const boost::system::error_code& ec);
     // Closes once nothing more will be read or written.
     void maybe_finish();
+    // After the client's EOF no WINDOW_UPDATE can come: a stream whose
+    // output waits for window would never end.
+    bool starved(const h2_stream& st) const;
+    void reset_starved();
     void start_linger();
     void close();
 
