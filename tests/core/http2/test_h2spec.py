@@ -15,8 +15,10 @@ from support.tls import TLS_LISTEN, ServerCertificate
 
 # h2spec 2.2.1 in strict mode runs 146 cases.
 CASES = 146
-# At most this many may fail (each is printed).
-ALLOWED_FAILURES = 1
+# The one case that may fail, over h2c only: a plain listener speaks HTTP/1.1
+# and HTTP/2 on the same port, so a preface that is not HTTP/2's is taken for
+# an HTTP/1.1 request (answered 400 and closed) where h2spec wants a bare close.
+ALLOWED_FAILURES = {"h2c": ("http2/3.5 ",), "tls": ()}
 
 
 def h2spec_binary():
@@ -65,7 +67,9 @@ def test_h2spec_strict(m0_server, tmp_path, transport):
     for name, message in failed:
         print(f"h2spec {transport} FAILED: {name}: {message}")
     assert len(cases) >= CASES, f"h2spec ran {len(cases)} cases, not {CASES}:\n{run.stdout[-3000:]}"
-    assert passed >= CASES - ALLOWED_FAILURES, (
+    unexpected = [(name, message) for name, message in failed
+                  if not name.startswith(ALLOWED_FAILURES[transport])]
+    assert passed >= CASES - 1 and not unexpected, (
         f"{passed} of {len(cases)} h2spec cases passed over {transport}; failed:\n"
         + "\n".join(f"  {name}: {message}" for name, message in failed))
     # m0 is still up and serves after the whole suite.
