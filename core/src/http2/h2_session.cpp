@@ -137,7 +137,12 @@ public:
         const std::size_t at = names_.size();
         for (char c : h.name) names_.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c);
         lowered_.push_back({nv_.size(), at, h.name.size()});
-        push({}, h.value);
+        // RFC 9113 8.2.1: no leading or trailing whitespace in a value
+        // (HTTP/1.1 ignores it; an HTTP/2 client resets the stream).
+        std::string_view value = h.value;
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+        while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+        push({}, value);
     }
     nghttp2_nv* data() {
         // names_ is complete: point the lowered names into it.
