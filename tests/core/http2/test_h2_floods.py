@@ -7,7 +7,9 @@ many streams trickling their bodies. For each: the abuser is told off
 another client, over HTTP/2 and over HTTP/1.1, is answered promptly during
 and after the attack."""
 import json
+import os
 import socket
+import sys
 import threading
 import time
 
@@ -20,6 +22,9 @@ from hyperframe.frame import (ContinuationFrame, DataFrame, GoAwayFrame, Headers
 import m0test
 from h2_support import (ASGI_APPS, CANCEL, COMPRESSION_ERROR, ENHANCE_YOUR_CALM, INTERNAL_ERROR, NO_ERROR, PREFACE,
                         PROTOCOL_ERROR, WSGI_APPS, Client, FrameReader, connect, python_plugins_built)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "telemetry"))
+from metrics_support import metrics_port, samples, value  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not python_plugins_built(),
                                 reason="the Python plugins are not built (M0_BUILD_PYTHON=OFF)")
@@ -52,8 +57,15 @@ def deployment(root, extra=""):
         "  - prefix: /asgi\n"
         f"    frontend: {{type: asgi, app: 'body_apps:digest', chdir: {ASGI_APPS}}}\n"
         "    executor: loop\n"
+        "metrics:\n"
+        "  listen: 127.0.0.1:0\n"
         + extra
     )
+
+
+def calm_count(server):
+    """m0_http2_enhance_your_calm_total."""
+    return value(samples(metrics_port(server)), "m0_http2_enhance_your_calm_total")
 
 
 @pytest.fixture
@@ -240,6 +252,7 @@ def test_rapid_reset(target):
     # either way well before the 20000th stream.
     assert goaways, "no GOAWAY"
     assert goaways[0][0].last_stream_id < 2 * 2000, goaways
+    print(f"rapid reset: m0_http2_enhance_your_calm_total {calm_count(server)}")
     watch.check()
     bystander.check()
     assert_served(server)
@@ -265,6 +278,8 @@ def test_continuation_flood(target):
     # The GOAWAY came before a quarter of the flood was out (what the
     # sockets' buffers hold is a few MB of the 60).
     assert goaways and goaways[0][1] < len(frames) // 4, goaways
+    if goaways[0][0].error_code == ENHANCE_YOUR_CALM:
+        assert calm_count(server) == 1
     watch.check()
     bystander.check()
     assert_served(server)
@@ -367,6 +382,8 @@ def test_control_frame_flood_from_a_client_that_does_not_read(target, kind):
         assert ENHANCE_YOUR_CALM in codes or PROTOCOL_ERROR in codes, codes
     # Never more ACKs than asked for.
     assert abuse.frames_in <= abuse.sent + 10
+    # Each GOAWAY ENHANCE_YOUR_CALM is counted.
+    assert calm_count(server) == codes.count(ENHANCE_YOUR_CALM)
     watch.check()
     bystander.check()
     assert_served(server)
