@@ -969,7 +969,7 @@ void h2_session::on_read(const error_code& ec, std::size_t n) {
         // The client sends no more. Like an HTTP/1.1 half-close it still
         // reads: open streams are answered, then the connection closes.
         peer_eof_ = true;
-        reset_starved();
+        reset_unfinishable();
         maybe_finish();
         return;
     }
@@ -1045,21 +1045,22 @@ void h2_session::maybe_finish() {
     if (done) start_linger();
 }
 
-bool h2_session::starved(const h2_stream& st) const {
-    return peer_eof_ && !st.out.empty() &&
-           (nghttp2_session_get_stream_remote_window_size(ng_, st.id) <= 0 ||
-            nghttp2_session_get_remote_window_size(ng_) <= 0);
+bool h2_session::unfinishable(const h2_stream& st) const {
+    if (!peer_eof_) return false;
+    if (!st.body_done && !st.finished) return true;  // an answer made already still goes out
+    return !st.out.empty() && (nghttp2_session_get_stream_remote_window_size(ng_, st.id) <= 0 ||
+                               nghttp2_session_get_remote_window_size(ng_) <= 0);
 }
 
-void h2_session::reset_starved() {
-    std::vector<stream_ptr> starving;
+void h2_session::reset_unfinishable() {
+    std::vector<stream_ptr> stuck;
     for (auto& [id, st] : streams_)
-        if (starved(*st)) starving.push_back(st);
-    for (auto& st : starving) {
+        if (unfinishable(*st)) stuck.push_back(st);
+    for (auto& st : stuck) {
         reset_stream(*st, NGHTTP2_CANCEL);
         mark_gone(*st);
     }
-    if (!starving.empty()) send();
+    if (!stuck.empty()) send();
 }
 
 // Half-close, then read until the client closes (or a short timeout), so
@@ -1167,7 +1168,7 @@ void h2_session::on_timer(const error_code& ec) {
     std::vector<stream_ptr> stalled, slow_body;
     bool slow_head = false;
     for (auto& [id, st] : streams_) {
-        if (!st->out.empty() && (expired(st->last_output, limits_.write_timeout) || starved(*st)))
+        if (!st->out.empty() && (expired(st->last_output, limits_.write_timeout) || unfinishable(*st)))
             stalled.push_back(st);
         else if (!st->head_done && expired(st->last_input, limits_.header_timeout)) slow_head = true;
         else if (st->head_done && !st->body_done && !st->finished && (st->pull.fn || !st->dispatched) &&

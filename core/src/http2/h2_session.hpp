@@ -136,10 +136,11 @@ private:
     void on_writable(const boost::system::error_code& ec);
     // Closes once nothing more will be read or written.
     void maybe_finish();
-    // After the client's EOF no WINDOW_UPDATE can come: a stream whose
-    // output waits for window would never end.
-    bool starved(const h2_stream& st) const;
-    void reset_starved();
+    // After the client's EOF neither WINDOW_UPDATE nor DATA can come: a
+    // stream whose output waits for window, or whose request body is not
+    // whole, would never end (its handler learns the client is gone).
+    bool unfinishable(const h2_stream& st) const;
+    void reset_unfinishable();
     void start_linger();
     void close();
 
