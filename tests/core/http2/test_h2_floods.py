@@ -211,6 +211,15 @@ class Abuse:
         except Exception as e:  # noqa: BLE001 (reported by told_off())
             self.error = e
 
+    def close(self):
+        """Closes the connection (the reader's socket object too)."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+        self._thread.join(timeout=m0test.scaled(10))
+
     def send(self, frames, batch=200):
         def progress(sent):
             self.sent = sent
@@ -226,7 +235,7 @@ class Abuse:
         assert self.error is None, repr(self.error)
         codes = [goaway.error_code for goaway, _ in self.goaways]
         assert all(code in allowed for code in codes), f"GOAWAY codes {codes}, expected some of {allowed}"
-        self.sock.close()
+        self.close()
         return self.goaways
 
 
@@ -473,3 +482,47 @@ def test_a_peer_that_closes_with_a_stream_stalled_on_its_window_is_closed(target
     started = time.monotonic()
     assert server.stop() == 0
     assert time.monotonic() - started < m0test.scaled(5)
+
+
+def test_invalid_requests_spend_the_reset_budget(target):
+    """Requests m0 must reset (a connection-specific field, RFC 9113
+    8.2.2), one after another (CVE-2019-9514): past reset_burst, GOAWAY
+    ENHANCE_YOUR_CALM, counted in m0_http2_enhance_your_calm_total."""
+    server = target("http2:\n  reset_burst: 50\n  reset_rate: 10\n")
+    watch, bystander = RssWatch(server), Bystander(server)
+    abuse = Abuse(server.port)
+    encoder = hpack.Encoder()
+    frames = [HeadersFrame(1 + 2 * i, request_block(encoder, extra=[("connection", "keep-alive")]),
+                           flags=["END_HEADERS", "END_STREAM"]).serialize() for i in range(5000)]
+    why = abuse.send(frames, batch=50)
+    goaways = abuse.told_off((ENHANCE_YOUR_CALM,))
+    print(f"invalid requests: {abuse.sent} sent ({why}); GOAWAY (code, last stream, sent then): "
+          f"{[(g.error_code, g.last_stream_id, sent) for g, sent in goaways]}")
+    assert goaways and goaways[0][0].last_stream_id < 2 * 500, goaways
+    assert calm_count(server) == 1
+    watch.check()
+    bystander.check()
+    assert_served(server)
+    assert server.stop() == 0
+
+
+def test_empty_data_frames_flood(target):
+    """A request body sent as 500000 empty DATA frames (CVE-2019-9518): m0
+    either refuses it or reads it at no cost in memory, and serves others
+    meanwhile."""
+    server = target()
+    watch, bystander = RssWatch(server), Bystander(server)
+    abuse = Abuse(server.port)
+    encoder = hpack.Encoder()
+    head = encoder.encode([(":method", "POST"), (":scheme", "http"), (":authority", "localhost"), (":path", "/asgi/")])
+    frames = [HeadersFrame(1, head, flags=["END_HEADERS"]).serialize(), DataFrame(1, b"x").serialize()]
+    frames += [DataFrame(1, b"").serialize()] * 500_000
+    why = abuse.send(frames, batch=5000)
+    print(f"empty DATA flood: {abuse.sent} frames sent ({why}); GOAWAY {[(g.error_code, s) for g, s in abuse.goaways]}")
+    abuse.close()
+    # The app waiting for the body learns that its client is gone.
+    server.wait_for_log("digest: http.disconnect after 1 bytes")
+    watch.check()
+    bystander.check()
+    assert_served(server)
+    assert server.stop() == 0

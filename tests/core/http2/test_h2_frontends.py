@@ -435,3 +435,21 @@ def test_ping_timeout_closes_a_silent_peer_and_keeps_one_that_answers(m0_server,
     assert client.get("/hello").status == 200
     client.close()
     assert server.stop() == 0
+
+
+@needs_python
+def test_a_client_that_closes_its_side_in_the_middle_of_a_body_is_gone(m0_server):
+    """HEADERS and part of the body, then the client's FIN: no more DATA can
+    come, so the app reading the body hears http.disconnect at once (not at
+    http.body_timeout), and a drain then does not wait for the stream."""
+    server = m0_server(asgi_config("body_apps:digest", "http:\n  body_timeout: 60s\n"))
+    sock = connect(server.port)
+    head = hpack.Encoder().encode([(":method", "POST"), (":scheme", "http"), (":authority", "localhost"),
+                                   (":path", "/")])
+    sock.sendall(PREFACE + SettingsFrame(0).serialize() + HeadersFrame(1, head, flags=["END_HEADERS"]).serialize()
+                 + DataFrame(1, b"x" * 1000).serialize())
+    server.wait_until_read(sock)
+    sock.shutdown(socket.SHUT_WR)
+    server.wait_for_log("digest: http.disconnect after", timeout=5)
+    sock.close()
+    assert server.stop(timeout=5) == 0
