@@ -658,7 +658,7 @@ void h2_session::respond(h2_stream& st, unsigned status, const std::vector<respo
     st.ended = true;
     submit_head(st, status, &headers, size, with_body);
     finish(st);
-    send();
+    send_soon();
 }
 
 void h2_session::begin(h2_stream& st, unsigned status, const std::vector<response_header>& headers,
@@ -667,7 +667,7 @@ void h2_session::begin(h2_stream& st, unsigned status, const std::vector<respons
     const bool with_body = http::detail::status_has_body(status) && !st.data->is_head;
     if (with_body) st.remaining = content_length;
     submit_head(st, status, &headers, content_length, with_body);
-    send();
+    send_soon();
 }
 
 void h2_session::write(h2_stream& st, std::uint64_t size, const std::function<void()>& push) {
@@ -715,7 +715,7 @@ void h2_session::end(h2_stream& st, const std::vector<response_header>* trailers
     st.ended = true;
     resume(st);
     finish(st);
-    send();
+    send_soon();
 }
 
 void h2_session::abort(h2_stream& st) {
@@ -877,7 +877,7 @@ void h2_session::released(h2_stream& st) noexcept {
     }
     if (closed_) return;
     dispatch_waiting();
-    send();
+    send_soon();
 }
 
 // ---------------------------------------------------------------- I/O
@@ -1007,6 +1007,18 @@ void h2_session::send() {
         if (read_paused_) read_more();
         maybe_finish();
     }
+}
+
+// Answers completed in one reactor pass (a pool's completions, several
+// streams of one connection) leave in one write, after the pass, as
+// pipelined HTTP/1.1 responses do; streamed pieces go at once (write()).
+void h2_session::send_soon() {
+    if (send_posted_ || closed_) return;
+    send_posted_ = true;
+    asio::post(io(), [self = shared_from_this()] {
+        self->send_posted_ = false;
+        self->send();
+    });
 }
 
 void h2_session::flush() {

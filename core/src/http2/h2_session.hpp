@@ -132,6 +132,7 @@ private:
     // Takes nghttp2's output into the queue (up to the high-water mark)
     // and writes it.
     void send();
+    void send_soon();
     void flush();
     void on_writable(const boost::system::error_code& ec);
     // Closes once nothing more will be read or written.
@@ -183,6 +184,7 @@ private:
     bool tls_wants_write_ = false;
     bool write_wait_pending_ = false;
     bool sending_ = false;
+    bool send_posted_ = false;
     bool draining_ = false;
     bool goaway_sent_ = false;
     bool peer_eof_ = false;
