@@ -213,7 +213,7 @@ std::string h2_session::log_prefix() const {
 
 void h2_session::start(std::string_view first_bytes) {
     const auto now = clock::now();
-    last_read_ = idle_since_ = abuse_refilled_ = now;
+    last_read_ = idle_since_ = abuse_refilled_ = now_ = now;
     if (recorder_) recorder_->http2_connection();
     if (log::enabled(log::level::debug)) log::debug(log_prefix() + ": speaks HTTP/2");
     const nghttp2_settings_entry entries[] = {
@@ -263,10 +263,17 @@ int h2_session::on_begin_headers_frame(std::int32_t stream_id) {
 }
 
 int h2_session::on_begin_headers(std::int32_t stream_id) {
-    auto st = std::make_shared<h2_stream>(stream_id);
-    st->data = std::make_unique<http::detail::request_data>();
-    st->data->req.headers.reserve(16);
-    st->last_input = clock::now();
+    // Both come back from free lists: the stream's block from the reactor's
+    // (recycling_allocator), its request's buffers from this connection's.
+    auto st = std::allocate_shared<h2_stream>(recycling_allocator<h2_stream>(), stream_id);
+    if (!spare_data_.empty()) {
+        st->data = std::move(spare_data_.back());
+        spare_data_.pop_back();
+    } else {
+        st->data = std::make_unique<http::detail::request_data>();
+        st->data->req.headers.reserve(16);
+    }
+    st->last_input = now_;
     streams_.emplace(stream_id, std::move(st));
     if (recorder_) recorder_->http2_stream();
     return 0;
@@ -454,7 +461,7 @@ int h2_session::on_data(std::int32_t stream_id, const std::uint8_t* data, std::s
     nghttp2_session_consume_connection(ng_, len);
     h2_stream* st = find(stream_id);
     if (!st) return 0;
-    st->last_input = clock::now();
+    st->last_input = now_;
     st->body_received += len;
     if (st->finished || st->released || st->gone) {
         nghttp2_session_consume_stream(ng_, stream_id, len);  // nobody reads it any more
@@ -489,7 +496,8 @@ int h2_session::on_stream_close(std::int32_t stream_id, std::uint32_t error_code
     // the engine for it), so whoever still works on it stops.
     if (error_code != NGHTTP2_NO_ERROR || !st->ended || !st->out.empty()) mark_gone(*st);
     st->out.clear();
-    if (streams_.empty()) idle_since_ = clock::now();
+    if (!st->dispatched || st->released) recycle(*st);
+    if (streams_.empty()) idle_since_ = now_;
     return 0;
 }
 
@@ -741,7 +749,7 @@ long h2_session::read_response(h2_stream& st, std::uint8_t* buf, std::size_t len
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
     if (n > 0) {
-        st.last_output = clock::now();
+        st.last_output = now_;
         notify_drained(st);
     }
     if (st.out.empty() && st.ended) {
@@ -861,6 +869,17 @@ void h2_session::on_drain(h2_stream& st, std::function<void()> fn) {
         st.drain_fns.push_back(std::move(fn));
 }
 
+// The request's buffers go back to the connection once neither nghttp2
+// nor a handler can reach the stream.
+void h2_session::recycle(h2_stream& st) noexcept {
+    if (!st.data) return;
+    if (spare_data_.size() < max_spare_requests) {
+        st.data->clear();
+        spare_data_.push_back(std::move(st.data));
+    }
+    st.data.reset();
+}
+
 void h2_session::released(h2_stream& st) noexcept {
     --running_;
     st.released = true;
@@ -875,6 +894,7 @@ void h2_session::released(h2_stream& st) noexcept {
     } else if (!st.finished) {
         finish(st);
     }
+    if (st.closed) recycle(st);
     if (closed_) return;
     dispatch_waiting();
     send_soon();
@@ -883,7 +903,7 @@ void h2_session::released(h2_stream& st) noexcept {
 // ---------------------------------------------------------------- I/O
 
 void h2_session::feed(const char* data, std::size_t n) {
-    last_read_ = clock::now();
+    last_read_ = now_ = clock::now();
     sending_ = true;  // nghttp2 must not be asked for output from inside its own callbacks
     const auto rv = nghttp2_session_mem_recv(ng_, reinterpret_cast<const std::uint8_t*>(data), n);
     sending_ = false;
@@ -980,6 +1000,7 @@ void h2_session::on_read(const error_code& ec, std::size_t n) {
 void h2_session::send() {
     if (sending_ || closed_) return;
     sending_ = true;
+    now_ = clock::now();
     for (;;) {
         bool took = false;
         while (out_.pending() < output_high_water) {
