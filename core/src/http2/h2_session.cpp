@@ -124,6 +124,12 @@ bool field_value_safe(std::string_view s) {
 // storage that lives as long as this object (nghttp2 copies them on submit).
 class field_list {
 public:
+    // Empties the list, keeping its buffers.
+    void clear() {
+        nv_.clear();
+        lowered_.clear();
+        names_.clear();
+    }
     void reserve(std::size_t fields, std::size_t name_bytes) {
         nv_.reserve(fields);
         names_.reserve(name_bytes);
@@ -636,7 +642,10 @@ void h2_session::submit_head(h2_stream& st, unsigned status, const std::vector<r
         auto r = std::to_chars(length_text, length_text + sizeof length_text, *content_length);
         length_view = std::string_view(length_text, r.ptr - length_text);
     }
-    field_list fields;
+    // One list per reactor thread, its buffers kept from response to
+    // response (nghttp2 copies the fields on submit).
+    static thread_local field_list fields;
+    fields.clear();
     std::size_t name_bytes = 0;
     if (headers)
         for (const auto& h : *headers) name_bytes += h.name.size();
