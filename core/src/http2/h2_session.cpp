@@ -408,12 +408,23 @@ void h2_session::head_ready(h2_stream& st) {
         request_complete(st);
         return;
     }
+    const auto expect = st.data->req.header("expect");
+    const bool owe_continue = expect && http::ascii_iequals(*expect, "100-continue");
     if (server_->app().stream_body(st.data->req)) {
         st.streamed = true;
-        if (auto expect = st.data->req.header("expect")) st.continue_owed = http::ascii_iequals(*expect, "100-continue");
+        st.continue_owed = owe_continue;  // sent at the handler's first pull
         request_complete(st);
+        return;
     }
-    // Otherwise the body is read whole first (on_data, then request_complete).
+    // Otherwise the body is read whole first (on_data, then request_complete):
+    // a client waiting for 100 Continue is told to send it now.
+    if (owe_continue) send_continue(st);
+}
+
+void h2_session::send_continue(h2_stream& st) {
+    field_list fields;
+    fields.add_literal(":status", "100");
+    nghttp2_submit_headers(ng_, NGHTTP2_FLAG_NONE, st.id, nullptr, fields.data(), fields.size(), nullptr);
 }
 
 // Dispatches a streamed request at its head, a whole one at its end.
@@ -573,9 +584,7 @@ void h2_session::read_body(h2_stream& st, std::size_t max_bytes, http::body_hand
     st.pull = {std::max<std::size_t>(max_bytes, 1), std::move(fn)};
     if (st.continue_owed) {
         st.continue_owed = false;
-        field_list fields;
-        fields.add_literal(":status", "100");
-        nghttp2_submit_headers(ng_, NGHTTP2_FLAG_NONE, st.id, nullptr, fields.data(), fields.size(), nullptr);
+        send_continue(st);
     }
     st.last_input = clock::now();  // the body timeout runs from the pull
     serve_pull(st);
