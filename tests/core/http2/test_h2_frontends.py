@@ -453,3 +453,27 @@ def test_a_client_that_closes_its_side_in_the_middle_of_a_body_is_gone(m0_server
     server.wait_for_log("digest: http.disconnect after", timeout=5)
     sock.close()
     assert server.stop(timeout=5) == 0
+
+
+@needs_python
+@pytest.mark.parametrize("frontend", ["wsgi", "asgi"])
+def test_expect_100_continue(m0_server, frontend):
+    """A client that waits for the interim 100 before its body (RFC 9110
+    10.1.1) gets it, whether the app streams the body or m0 reads it whole."""
+    server = m0_server(wsgi_config("upload_apps:count") if frontend == "wsgi" else asgi_config("asgi_apps:echo"))
+    client = Client(server.port)
+    for size in (5, MIB):
+        body = os.urandom(size)
+        stream = client.request("/", method="POST", headers=[("expect", "100-continue"),
+                                                             ("content-length", str(size))], end_stream=False)
+        client.wait(lambda: client.responses[stream].headers, what="the interim 100")
+        assert client.responses[stream].headers == [(":status", "100")]
+        client.send_body(stream, body)
+        response = client.response(stream)
+        assert response.status == 200
+        if frontend == "asgi":
+            assert bytes(response.body) == body
+        else:
+            assert json.loads(bytes(response.body))["sha256"] == hashlib.sha256(body).hexdigest()
+    client.close()
+    assert server.stop() == 0
