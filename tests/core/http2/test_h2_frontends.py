@@ -22,7 +22,7 @@ import pytest
 from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, PingFrame, SettingsFrame
 
 import m0test
-from h2_support import (CANCEL, NO_ERROR, PREFACE, Client, FrameReader, asgi_config, connect, h2_context,
+from h2_support import (CANCEL, INTERNAL_ERROR, NO_ERROR, PREFACE, Client, FrameReader, asgi_config, connect, h2_context,
                         native_config, python_plugins_built, wsgi_config)
 from support.tls import TLS_LISTEN, ServerCertificate
 
@@ -475,5 +475,30 @@ def test_expect_100_continue(m0_server, frontend):
             assert bytes(response.body) == body
         else:
             assert json.loads(bytes(response.body))["sha256"] == hashlib.sha256(body).hexdigest()
+    client.close()
+    assert server.stop() == 0
+
+
+@needs_python
+def test_a_misbehaving_wsgi_app_over_h2(m0_server):
+    """The frontend-wsgi's PEP 3333 violations over HTTP/2: fields the
+    engine owns are dropped (none that RFC 9113 forbids goes out), a
+    violation before the head is a 500, one after it resets the stream
+    (INTERNAL_ERROR: the client must not take the body as whole), and the
+    connection serves on throughout."""
+    server = m0_server(wsgi_config("wsgi_apps:bad_app"))
+    client = Client(server.port)
+    response = client.get("/engine-headers")
+    assert response.status == 200 and bytes(response.body) == b"engine headers"
+    names = [name for name, _ in response.headers]
+    assert "x-kept" in names and not {"connection", "keep-alive", "transfer-encoding"} & set(names), names
+    assert response.header("server") == "m0"
+    for path in ("/raise", "/str-body", "/bad-status", "/status-crlf", "/header-crlf", "/header-name",
+                 "/no-start-response", "/twice"):
+        assert client.get(path).status == 500, path
+    for path in ("/str-chunk", "/exc-info-after-send"):
+        response = client.get(path)
+        assert response.reset == INTERNAL_ERROR and not response.ended, (path, response.status, response.reset)
+    assert bytes(client.get("/ok").body) == b"still serving"
     client.close()
     assert server.stop() == 0
