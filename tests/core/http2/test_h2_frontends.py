@@ -22,8 +22,8 @@ import pytest
 from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, PingFrame, SettingsFrame
 
 import m0test
-from h2_support import (CANCEL, INTERNAL_ERROR, NO_ERROR, PREFACE, Client, FrameReader, asgi_config, connect, h2_context,
-                        native_config, python_plugins_built, wsgi_config)
+from h2_support import (CANCEL, INTERNAL_ERROR, NO_ERROR, PREFACE, Client, FrameReader, asgi_config, connect,
+                        h2_context, native_config, python_plugins_built, wsgi_config)
 from support.tls import TLS_LISTEN, ServerCertificate
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "telemetry"))
@@ -317,7 +317,8 @@ def test_listeners_marked_h1_speak_http11_only(m0_server, certs, www):
     assert alpn(h1_tls, certs) == "http/1.1"
     assert alpn(h1_tls, certs, ("h2",)) in (None, "refused")
     out = subprocess.run(["curl", "-sS", "--http2", "--cacert", certs.ca_file, "--resolve",
-                          f"localhost:{h1_tls}:127.0.0.1", "-w", " %{http_version}", f"https://localhost:{h1_tls}/hello"],
+                          f"localhost:{h1_tls}:127.0.0.1", "-w", " %{http_version}",
+                          f"https://localhost:{h1_tls}/hello"],
                          capture_output=True, text=True, timeout=m0test.scaled(30))
     assert out.stdout == "Hello, World! 1.1", out.stderr
     assert server.stop() == 0
