@@ -19,7 +19,7 @@ import sys
 import hpack
 import httpx
 import pytest
-from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, PingFrame, SettingsFrame
+from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, PingFrame, RstStreamFrame, SettingsFrame
 
 import m0test
 from h2_support import (CANCEL, INTERNAL_ERROR, NO_ERROR, PREFACE, Client, FrameReader, asgi_config, connect,
@@ -501,5 +501,31 @@ def test_a_misbehaving_wsgi_app_over_h2(m0_server):
         response = client.get(path)
         assert response.reset == INTERNAL_ERROR and not response.ended, (path, response.status, response.reset)
     assert bytes(client.get("/ok").body) == b"still serving"
+    client.close()
+    assert server.stop() == 0
+
+
+def test_websocket_stays_on_http11(m0_server, www):
+    """No SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441): an extended CONNECT
+    for a WebSocket is refused, and the connection serves on."""
+    server = m0_server(native_config(www))
+    client = Client(server.port)
+    client.wait(lambda: client.remote_settings is not None, what="m0's SETTINGS")
+    assert SettingsFrame.ENABLE_CONNECT_PROTOCOL not in client.remote_settings, client.remote_settings
+    sock = connect(server.port)
+    head = hpack.Encoder().encode([(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http"),
+                                   (":authority", "localhost"), (":path", "/hello"),
+                                   ("sec-websocket-version", "13")])
+    sock.sendall(PREFACE + SettingsFrame(0).serialize() + HeadersFrame(1, head, flags=["END_HEADERS"]).serialize())
+    reader, outcome = FrameReader(sock), None
+    while outcome is None:
+        frame = reader.next()
+        if frame is None or isinstance(frame, (RstStreamFrame, GoAwayFrame)):
+            outcome = frame
+        elif isinstance(frame, HeadersFrame):
+            outcome = dict(hpack.Decoder().decode(frame.data))[":status"]
+    assert outcome is None or isinstance(outcome, (RstStreamFrame, GoAwayFrame)) or outcome != "200", outcome
+    sock.close()
+    assert client.get("/hello").status == 200
     client.close()
     assert server.stop() == 0
