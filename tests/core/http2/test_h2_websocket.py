@@ -15,9 +15,7 @@ import pytest
 
 import m0test
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                "support"))
-from websocket_frames import client_frame, read_frame  # noqa: E402
+from support.websocket_frames import client_frame, read_frame
 
 ENABLE_CONNECT_PROTOCOL = 0x8
 TESTS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
