@@ -505,9 +505,10 @@ def test_a_misbehaving_wsgi_app_over_h2(m0_server):
     assert server.stop() == 0
 
 
-def test_websocket_stays_on_http11(m0_server, www):
-    """No SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441): an extended CONNECT
-    for a WebSocket is refused, and the connection serves on."""
+def test_no_websocket_over_h2_unless_turned_on(m0_server, www):
+    """By default (http2.websocket: false) no SETTINGS_ENABLE_CONNECT_PROTOCOL
+    (RFC 8441): an extended CONNECT for a WebSocket is refused, and the
+    connection serves on."""
     server = m0_server(native_config(www))
     client = Client(server.port)
     client.wait(lambda: client.remote_settings is not None, what="m0's SETTINGS")
