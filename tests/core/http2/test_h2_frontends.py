@@ -530,3 +530,23 @@ def test_no_websocket_over_h2_unless_turned_on(m0_server, www):
     assert client.get("/hello").status == 200
     client.close()
     assert server.stop() == 0
+
+
+def test_reload_under_a_supervisor_sends_goaway_from_the_old_workers(m0_server, www):
+    """SIGHUP with two worker processes: an HTTP/2 connection to a previous
+    worker gets GOAWAY (NO_ERROR) and is closed; new connections are served
+    by the new workers."""
+    server = m0_server(native_config(www), "--workers", "2")
+    client = Client(server.port)
+    assert client.get("/hello").status == 200
+    server.send_signal(signal.SIGHUP)
+    server.signalled.clear()
+    server.wait_for_log("supervisor: reloaded: 2 new worker process(es) serve", timeout=60)
+    client.wait_closed(timeout=20)
+    assert client.goaway is not None and client.goaway.error_code == NO_ERROR, client.goaway
+    client.close()
+    server.wait_for_log("supervisor: previous worker process", count=2, timeout=30)
+    with httpx_client() as http:
+        response = http.get(f"http://127.0.0.1:{server.port}/hello")
+    assert response.http_version == "HTTP/2" and response.text == "Hello, World!"
+    assert server.stop() == 0
