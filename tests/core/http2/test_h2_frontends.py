@@ -170,20 +170,21 @@ def test_h2load_python_frontends(m0_server, frontend):
 
 
 @needs_python
-def test_request_bodies_larger_than_the_window_stream_both_ways(m0_server):
+def test_request_bodies_larger_than_the_window_stream_both_ways(m0_server, certs):
     """1 MiB up (16 times the stream's window, so m0 must open it as the
-    app reads) and echoed back; WSGI counts and hashes what it read."""
+    app reads) and echoed back, over h2c and TLS; WSGI counts and hashes
+    what it read."""
     body = os.urandom(MIB)
-    server = m0_server(asgi_config("asgi_apps:echo"))
-    client = Client(server.port)
-    response = client.response(client.request("/", method="POST", body=body))
-    assert response.status == 200 and bytes(response.body) == body
-    # Two at once on the same connection.
-    first = client.request("/", method="POST", body=None, end_stream=False)
-    second = client.request("/", method="POST", body=body[::-1])
-    client.send_body(first, body)
-    assert bytes(client.response(first).body) == body and bytes(client.response(second).body) == body[::-1]
-    client.close()
+    server = m0_server(asgi_config("asgi_apps:echo") + certs.tls_section(), *TLS_LISTEN)
+    for client in (Client(server.ports[0]), Client(server.ports[1], h2_context(certs))):
+        response = client.response(client.request("/", method="POST", body=body))
+        assert response.status == 200 and bytes(response.body) == body
+        # Two at once on the same connection.
+        first = client.request("/", method="POST", body=None, end_stream=False)
+        second = client.request("/", method="POST", body=body[::-1])
+        client.send_body(first, body)
+        assert bytes(client.response(first).body) == body and bytes(client.response(second).body) == body[::-1]
+        client.close()
     with httpx_client() as http:
         response = http.post(f"http://127.0.0.1:{server.port}/", content=iter([body[:300000], body[300000:]]))
     assert response.http_version == "HTTP/2" and response.content == body
