@@ -15,6 +15,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import time
 
 import hpack
 import httpx
@@ -550,4 +551,24 @@ def test_reload_under_a_supervisor_sends_goaway_from_the_old_workers(m0_server, 
     with httpx_client() as http:
         response = http.get(f"http://127.0.0.1:{server.port}/hello")
     assert response.http_version == "HTTP/2" and response.text == "Hello, World!"
+    assert server.stop() == 0
+
+
+@needs_python
+def test_the_window_follows_the_apps_reads(m0_server):
+    """An ASGI app that sleeps 50 ms after each body message: m0 reopens
+    the stream's window only as the app reads, so sending 1 MiB (16 windows
+    of 64 KiB) takes the client at least 15 of those sleeps, and no message
+    is larger than the window."""
+    server = m0_server(asgi_config("body_apps:digest"))
+    client = Client(server.port)
+    body = os.urandom(MIB)
+    started = time.monotonic()
+    stream = client.request("/?delay=0.05", method="POST", body=body)
+    sending = time.monotonic() - started
+    facts = json.loads(bytes(client.response(stream).body))
+    assert facts["bytes"] == MIB and facts["sha256"] == hashlib.sha256(body).hexdigest()
+    assert facts["largest"] <= 65535 and facts["messages"] >= 16, facts
+    assert sending >= 15 * 0.05, f"1 MiB went in {sending:.2f}s: m0 took it ahead of the app"
+    client.close()
     assert server.stop() == 0
