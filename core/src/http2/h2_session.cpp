@@ -198,7 +198,10 @@ h2_session::h2_session(std::shared_ptr<http::detail::server> owner, asio::ip::tc
     // Windows are granted as handlers read (nghttp2_session_consume).
     nghttp2_option_set_no_auto_window_update(opt, 1);
     nghttp2_option_set_max_continuations(opt, 8);
-    nghttp2_option_set_stream_reset_rate_limit(opt, config_.reset_burst, config_.reset_rate);
+    // The client's resets spend the connection's budget (on_frame_recv),
+    // which ends it with ENHANCE_YOUR_CALM, counted; nghttp2's own limiter
+    // (INTERNAL_ERROR) stays behind it as a backstop, at twice the numbers.
+    nghttp2_option_set_stream_reset_rate_limit(opt, 2ull * config_.reset_burst, 2ull * config_.reset_rate);
     nghttp2_option_set_max_outbound_ack(opt, 1000);
     nghttp2_option_set_max_settings(opt, 32);
     nghttp2_session_server_new2(&ng_, callbacks(), this, opt);
@@ -327,6 +330,10 @@ int h2_session::on_header(std::int32_t stream_id, bool trailer, std::string_view
 int h2_session::on_frame_recv(std::uint8_t type, std::uint8_t flags, std::int32_t stream_id, bool ping_ack) {
     if (ping_ack) {
         ping_sent_ = clock::time_point::max();
+        return 0;
+    }
+    if (type == NGHTTP2_RST_STREAM) {
+        charge_abuse();  // rapid reset (CVE-2023-44487) spends the same budget
         return 0;
     }
     if (type != NGHTTP2_HEADERS && type != NGHTTP2_DATA) return 0;

@@ -257,14 +257,15 @@ def test_rapid_reset(target):
     frames = [HeadersFrame(1 + 2 * i, request_block(encoder), flags=["END_HEADERS", "END_STREAM"]).serialize()
               + RstStreamFrame(1 + 2 * i, error_code=CANCEL).serialize() for i in range(20000)]
     why = abuse.send(frames, batch=100)
-    goaways = abuse.told_off((ENHANCE_YOUR_CALM, INTERNAL_ERROR))
+    goaways = abuse.told_off((ENHANCE_YOUR_CALM,))
     print(f"rapid reset: {abuse.sent} pairs sent ({why}); GOAWAY (code, last stream, pairs sent then): "
           f"{[(g.error_code, g.last_stream_id, sent) for g, sent in goaways]}")
-    # nghttp2's limiter says INTERNAL_ERROR, m0's budget ENHANCE_YOUR_CALM;
-    # either way well before the 20000th stream.
+    # The client's resets spend m0's budget (reset_burst 200): ENHANCE_YOUR_CALM,
+    # counted, well before the 20000th stream (nghttp2's own limiter, at
+    # twice the numbers, never gets to say INTERNAL_ERROR).
     assert goaways, "no GOAWAY"
     assert goaways[0][0].last_stream_id < 2 * 2000, goaways
-    print(f"rapid reset: m0_http2_enhance_your_calm_total {calm_count(server)}")
+    assert calm_count(server) == 1
     watch.check()
     bystander.check()
     assert_served(server)
