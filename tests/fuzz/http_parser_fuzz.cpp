@@ -45,8 +45,8 @@
 #include <m0/log.hpp>
 #include <m0/reactor.hpp>
 
-#include "http/char_class.hpp"
-#include "http/request_parser.hpp"
+#include "http1/char_class.hpp"
+#include "http1/request_parser.hpp"
 
 namespace {
 

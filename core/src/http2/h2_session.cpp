@@ -12,7 +12,7 @@
 #include <m0/recycling_allocator.hpp>
 
 #include "http/client_policy.hpp"
-#include "http/response_head.hpp"
+#include "http/response_rules.hpp"
 #include "http/server.hpp"
 #include "http/transport.hpp"
 #include "http2/h2_exchange.hpp"

@@ -28,8 +28,8 @@
 #include "http/connection.hpp"
 #include "http/output_queue.hpp"
 #include "http/request_data.hpp"
-#include "http/request_parser.hpp"
-#include "http/response_head.hpp"
+#include "http1/request_parser.hpp"
+#include "http1/response_head.hpp"
 
 namespace m0::http::detail {
 

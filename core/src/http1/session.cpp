@@ -1,4 +1,4 @@
-#include "http/session.hpp"
+#include "http1/session.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -10,8 +10,8 @@
 #include <m0/log.hpp>
 #include <m0/recycling_allocator.hpp>
 
-#include "http/byte_stream_impl.hpp"
-#include "http/exchange_impl.hpp"
+#include "http1/byte_stream_impl.hpp"
+#include "http1/exchange_impl.hpp"
 #include "http/forwarded.hpp"
 #include "http/peer.hpp"
 #include "http/proxy_protocol.hpp"
