@@ -164,9 +164,10 @@ constexpr int max_pauses = 3;
 
 class session_driver {
 public:
-    session_driver(asio::io_context& io, int client, std::uint8_t timing, std::chrono::microseconds pause,
-                   int pauses)
-        : io_(io), client_(client), timing_(timing), pause_(pause), max_pauses_(pauses) {}
+    // last_pause: the pause after the last byte (timing bit 7) instead of
+    // timer_pause.
+    session_driver(asio::io_context& io, int client, std::uint8_t timing, std::chrono::microseconds last_pause)
+        : io_(io), client_(client), timing_(timing), last_pause_(last_pause) {}
 
     // Runs what is ready; the client reads what arrived unless it stopped.
     void settle() {
@@ -179,10 +180,10 @@ public:
     }
 
     // With short timeouts: lets the clock pass them, then runs the timers.
-    void let_timers_fire() {
-        if (!(timing_ & 1) || pauses_ == max_pauses_) return;
+    void let_timers_fire(std::chrono::microseconds pause = timer_pause) {
+        if (!(timing_ & 1) || pauses_ == max_pauses) return;
         ++pauses_;
-        std::this_thread::sleep_for(pause_);
+        std::this_thread::sleep_for(pause);
         settle();
     }
 
@@ -204,7 +205,7 @@ public:
             sent += n;
         }
         if (!reading_) let_timers_fire();  // a response blocked on the client
-        if (timing_ & 0x80) let_timers_fire();
+        if (timing_ & 0x80) let_timers_fire(last_pause_);
     }
 
     std::string finish() {
@@ -217,8 +218,7 @@ private:
     asio::io_context& io_;
     const int client_;
     const std::uint8_t timing_;
-    const std::chrono::microseconds pause_;
-    const int max_pauses_;
+    const std::chrono::microseconds last_pause_;
     bool reading_ = true;
     int pauses_ = 0;
     std::string received_;
@@ -227,8 +227,9 @@ private:
 struct session_setup {
     m0::http_limits limits;
     const m0::http::client_policy* policy = nullptr;  // null: HTTP/1.1 only
-    std::chrono::microseconds pause = timer_pause;
-    int pauses = max_pauses;
+    // How long the clock runs after the last byte (timing bit 7): longer
+    // for a timer that ticks more coarsely than the timeouts.
+    std::chrono::microseconds last_pause = timer_pause;
 };
 
 // One connection of the engine, from the client's first byte to the
@@ -257,7 +258,7 @@ inline std::string run_session(session_setup setup, m0::http::handler& handler, 
         ctx.limits = &limits;
         ctx.client_policy = setup.policy;
         m0::http::serve(ctx, handler);
-        session_driver driver(io, client, timing, setup.pause, setup.pauses);
+        session_driver driver(io, client, timing, setup.last_pause);
         driver.settle();
         driver.send(client_bytes.data(), client_bytes.size(), control);
         if (control & 0x80) {

@@ -13,10 +13,11 @@
 //    pass them, bit 6 drains the connection before the force-close.
 //  - HTTP/2 (the engine's http2: settings, so that its limits are reachable
 //    with short inputs):
-//      bit 0  with timing bit 0: a pause is 55 ms instead of 1.5 ms, long
-//             enough for the connection's timer (its tick is 50 ms at the
-//             least) to fire: the write, body, header and idle timeouts, the
-//             ping; one pause only (two with bit 6), as each costs the
+//      bit 0  with timing bits 0 and 7: the pause after the last byte is
+//             55 ms (110 ms with bit 6) instead of 1.5 ms, long enough for
+//             the connection's timer (its tick is 50 ms at the least) to
+//             fire once (twice): the write, body, header and idle timeouts,
+//             the ping and its timeout. Only that pause, as each costs the
 //             fuzzer some fifty runs
 //      bit 1  max_concurrent_streams 2 (the running-handler limit too)
 //      bit 2  initial_window_size 16 (request bodies wait for the reads)
@@ -374,12 +375,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     m0::fuzz::session_setup setup;
     if (control & 1) setup.limits.max_body_size = 64;
     setup.policy = &policy;
-    if (h2 & 1) {
-        // One tick of the connection's timer; two with the 1 ms ping, whose
-        // timeout is checked on the tick after the one that sent it.
-        setup.pause = std::chrono::milliseconds(55);
-        setup.pauses = h2 & 0x40 ? 2 : 1;
-    }
+    // One tick of the connection's timer; two with the 1 ms ping, whose
+    // timeout is checked on the tick after the one that sent it.
+    if (h2 & 1) setup.last_pause = std::chrono::milliseconds(h2 & 0x40 ? 110 : 55);
     h2_handler handler(h2 & 0x80);
     const std::size_t fds = open_fds();
     const std::string received = m0::fuzz::run_session(setup, handler, control, timing, client);

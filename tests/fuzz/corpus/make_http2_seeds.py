@@ -107,9 +107,10 @@ def main():
     # Priority, a stream window update, the client's GOAWAY.
     (Client().frame(PriorityFrame(3, depends_on=1, stream_weight=16)).headers(1, "GET", "/p")
      .frame(WindowUpdateFrame(1, 100000)).frame(GoAwayFrame(0, last_stream_id=0)).seed("priority_goaway"))
-    # Timers (55 ms pauses): a client that stops reading a large answer
-    # (write timeout), a body that stops coming (body timeout), a ping.
-    Client().headers(1, "GET", "/b").seed("timer_write", timing=0x21, h2=0x01)
+    # Timers (a 55 ms pause after the last byte): a client that stops
+    # reading a large answer (write timeout), a body that stops coming (body
+    # timeout), a ping and its timeout (110 ms).
+    Client().headers(1, "GET", "/b").seed("timer_write", timing=0xa1, h2=0x01)
     Client().headers(1, "POST", "/r", end=False).data(1, b"x").seed("timer_body", timing=0x81, h2=0x01)
     Client().seed("timer_ping_idle", timing=0xa1, h2=0x41)
     # The preface and frames in small pieces.
