@@ -32,9 +32,12 @@
 // http_parser_fuzz (engine_harness.hpp: inline, deferred, streamed,
 // aborted, dropped, bodiless, large...) and those of HTTP/2's own paths:
 // r (body pulled with read_body, then the answer), q (response begun, one
-// piece pulled, the rest left unread), t (trailers with end_with_trailers),
-// F (write_file), E (write_file of more than the file holds), p (a stream
-// paced by when_drained), h (held until the drain, like an event stream).
+// piece pulled, the rest left unread; pulls refused), t (trailers with
+// end_with_trailers), F (write_file), E (write_file of more than the file
+// holds), p (a stream paced by when_drained), h (held until the drain, like
+// an event stream), k (answered at once, the exchange let go of later: the
+// running-handler limit), i (a status that is not final), e (end without
+// begin, writes after the end), S (shared payloads).
 //
 // Fails on a crash, a leak, a sanitizer report, a connection or request
 // left after the force-close, a file descriptor left open, or an answer
@@ -57,6 +60,8 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <boost/asio/steady_timer.hpp>
+
 #include <m0/http.hpp>
 #include <m0/log.hpp>
 
@@ -65,6 +70,7 @@
 namespace {
 
 using m0::fuzz::check;
+namespace asio = boost::asio;
 using m0::http::exchange_ptr;
 using boost::system::error_code;
 
@@ -129,8 +135,39 @@ public:
             ex->read_body(3, [ex](error_code ec, std::string chunk, bool) {
                 if (!ec) ex->write(std::move(chunk));
                 ex->end();
+                ex->read_body(3, [](error_code, std::string, bool) {});  // after the end: refused
             });
+            ex->read_body(3, [](error_code, std::string, bool) {});  // a second pull at once: refused
+            static_cast<void>(ex->body_pending());
             break;
+        case 'k': {  // answered at once, let go of a millisecond later (a job that ends late)
+            ex->respond(200, {}, "kept");
+            auto later = std::make_shared<asio::steady_timer>(ex->io(), std::chrono::milliseconds(1));
+            later->async_wait([ex, later](error_code) {});
+            break;
+        }
+        case 'i': ex->respond(101, {}, "not final"); break;  // the engine answers 500
+        case 'e':  // end without begin, and what comes after the end
+            if (ex->req().body.empty()) {
+                ex->end();
+            } else {
+                static const std::vector<m0::http::response_header> borrowed{{"X-Borrowed", "1"}};
+                ex->respond_borrowed(200, borrowed, ex->req().body);
+            }
+            ex->write("late");
+            ex->write_file(::dup(the_file), 0, 10);
+            ex->end();
+            break;
+        case 'S': {  // shared payloads
+            static const auto one = std::make_shared<const std::string>("shared,");
+            const std::shared_ptr<const std::string> batch[] = {one, nullptr, std::make_shared<const std::string>(),
+                                                                one};
+            ex->begin(200, {}, std::nullopt);
+            ex->write_shared(one);
+            ex->write_shared_batch(batch);
+            ex->end();
+            break;
+        }
         case 't':
             ex->begin(200, {{"X-Kind", "trailers"}}, std::nullopt);
             ex->write(std::string(ex->req().body));

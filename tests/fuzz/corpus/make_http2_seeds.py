@@ -83,7 +83,7 @@ def main():
      .seed("continuation"))
     # Every kind of answer, one stream each.
     c = Client({0x4: 1 << 20})
-    for i, kind in enumerate("sluwadxbnmfrqtFEph"):
+    for i, kind in enumerate("sluwadxbnmfrqtFEphkieS"):
         c.headers(2 * i + 1, "GET", "/" + kind)
     c.frame(WindowUpdateFrame(0, 1 << 20)).seed("kinds")
     # More streams than allowed at once (2), and than per connection (2).
@@ -92,6 +92,27 @@ def main():
         c.headers(2 * i + 1, "GET", "/d")
     c.seed("concurrent_limit", h2=0x02)
     c.seed("max_requests", h2=0x20)
+    # Handlers that let go late: streams wait for a running handler to end.
+    c = Client()
+    for i in range(3):
+        c.headers(2 * i + 1, "GET", "/k")
+    c.frame(PingFrame(0, b"waitwait"))
+    for i in range(3, 5):
+        c.headers(2 * i + 1, "GET", "/k")
+    c.seed("running_limit", control=0x08, timing=0x81, h2=0x02)
+    # Cookies in pieces, CONNECT (no :path), a content-length over the limit.
+    Client().headers(1, "GET", "/", [("cookie", "a=1"), ("cookie", "b=2")]).seed("cookies")
+    c = Client()
+    c.out += HeadersFrame(1, c.enc.encode([(":method", "CONNECT"), (":authority", "fuzz:443")], huffman=False),
+                          flags={"END_HEADERS"}).serialize()
+    c.seed("connect")
+    Client().headers(1, "POST", "/", [("content-length", "100")], end=False).seed("content_length_too_large",
+                                                                                  control=0x01)
+    # A streamed body with pulls refused (one pending already, the response ended).
+    (Client().headers(1, "POST", "/q", end=False).data(1, b"abcdef").data(1, b"ghi", end=True)
+     .seed("pulls_refused", control=0x08))
+    (Client().headers(1, "POST", "/e", end=False).data(1, b"borrowed", end=True)
+     .headers(3, "GET", "/e").seed("end_without_begin"))
     # A head over max_header_list_size (1024).
     Client().headers(1, "GET", "/", [("x-big", "b" * 1100)]).seed("header_list_too_large", h2=0x08)
     # Resets beyond the burst (3): GOAWAY ENHANCE_YOUR_CALM.
