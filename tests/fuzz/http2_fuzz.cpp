@@ -3,8 +3,8 @@
 // that speaks HTTP/2, opened with the h2c preface by the harness; the
 // fuzzer works on the frames that follow it.
 //
-// Input: a control byte, a timing byte, an HTTP/2 byte, then the client's
-// bytes after the preface.
+// Input: a control byte, a timing byte, two HTTP/2 bytes, then the
+// client's bytes after the preface.
 //  - control: bit 0 small request limits (a body of 64 bytes at most);
 //    bits 1-7 how the stream (preface included) is split into reads, as in
 //    http_parser_fuzz; bit 7 also the client's EOF after its last byte.
@@ -27,6 +27,8 @@
 //      bit 6  ping_interval and ping_timeout 1 ms
 //      bit 7  the handler streams every request body (otherwise only on
 //             /r... and /q...)
+//  - HTTP/2, second byte: bit 0 WebSocket over HTTP/2 (http2.websocket:
+//    extended CONNECT, RFC 8441); bits 1-7 unused.
 //
 // The handler answers by the path's second byte: every kind of
 // http_parser_fuzz (engine_harness.hpp: inline, deferred, streamed,
@@ -37,7 +39,10 @@
 // holds), p (a stream paced by when_drained), h (held until the drain, like
 // an event stream), k (answered at once, the exchange let go of later: the
 // running-handler limit), i (a status that is not final), e (end without
-// begin, writes after the end), S (shared payloads).
+// begin, writes after the end), S (shared payloads). A request with
+// `upgrade: websocket` (what an extended CONNECT becomes) is switched with
+// upgrade(), as a frontend's WebSocket path does, and echoed on the byte
+// stream until the client ends it, sends "close" or the drain comes.
 //
 // Fails on a crash, a leak, a sanitizer report, a connection or request
 // left after the force-close, a file descriptor left open, or an answer
@@ -76,8 +81,9 @@ using boost::system::error_code;
 
 constexpr std::string_view preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-m0::http2::settings settings_for(std::uint8_t h2) {
+m0::http2::settings settings_for(std::uint8_t h2, std::uint8_t h2b) {
     m0::http2::settings s;
+    s.websocket = h2b & 1;
     if (h2 & 0x02) s.max_concurrent_streams = 2;
     if (h2 & 0x04) s.initial_window_size = 16;
     if (h2 & 0x08) {
@@ -117,6 +123,41 @@ void pace(const exchange_ptr& ex, int left) {
     ex->when_drained(4096, [ex, left] { pace(ex, left - 1); });
 }
 
+// The byte stream after an extended CONNECT: echoes what comes, ends on
+// "close", on the client's end or on the drain.
+void echo(const std::shared_ptr<m0::http::byte_stream>& s) {
+    s->async_read([s](error_code ec, std::string_view data) {
+        if (ec) {
+            s->close();
+            return;
+        }
+        if (data.find("close") != std::string_view::npos) {
+            s->write("bye");
+            s->close();
+            return;
+        }
+        s->write(std::string(data));
+        if (data.find("shared") != std::string_view::npos) s->write_shared(std::make_shared<const std::string>(data));
+        s->when_drained(0, [s] { static_cast<void>(s->pending_bytes()); });
+        echo(s);
+    });
+}
+
+void open_websocket(const exchange_ptr& ex) {
+    auto s = ex->upgrade({{"Sec-WebSocket-Accept", "x"}, {"Sec-WebSocket-Protocol", "chat"}});
+    if (!s) {
+        ex->respond(400, {}, "no upgrade");
+        return;
+    }
+    s->on_drain([weak = std::weak_ptr<m0::http::byte_stream>(s)] {
+        if (auto s = weak.lock()) {
+            s->write("going away");
+            s->close();
+        }
+    });
+    echo(s);
+}
+
 class h2_handler final : public m0::http::handler {
 public:
     explicit h2_handler(bool stream_all) : stream_all_(stream_all) {}
@@ -127,6 +168,10 @@ public:
     }
 
     void on_request(exchange_ptr ex) override {
+        if (auto up = ex->req().header("upgrade"); up && *up == "websocket") {
+            open_websocket(ex);
+            return;
+        }
         const char kind = m0::fuzz::kind_of(ex->req());
         switch (kind) {
         case 'r': pull_all(ex, 0); break;
@@ -401,14 +446,14 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    if (size < 3) return 0;
-    const std::uint8_t control = data[0], timing = data[1], h2 = data[2];
+    if (size < 4) return 0;
+    const std::uint8_t control = data[0], timing = data[1], h2 = data[2], h2b = data[3];
     std::string client(preface);
-    client.append(reinterpret_cast<const char*>(data + 3), size - 3);
+    client.append(reinterpret_cast<const char*>(data + 4), size - 4);
 
     m0::http::client_policy policy;
     policy.http2 = {true};
-    policy.http2_settings = settings_for(h2);
+    policy.http2_settings = settings_for(h2, h2b);
     m0::fuzz::session_setup setup;
     if (control & 1) setup.limits.max_body_size = 64;
     setup.policy = &policy;

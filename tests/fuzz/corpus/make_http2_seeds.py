@@ -2,7 +2,7 @@
 """Writes the seed corpus of http2_fuzz (tests/fuzz/corpus/http2_fuzz/).
 
 Each seed is the target's input (see http2_fuzz.cpp): a control byte, a
-timing byte, an HTTP/2 byte, then the client's frames after the h2c preface
+timing byte, two HTTP/2 bytes, then the client's frames after the h2c preface
 (the harness sends the preface). Header blocks are HPACK without Huffman
 coding, so that paths and names stay visible to the fuzzer's mutations.
 
@@ -52,9 +52,9 @@ class Client:
         self.out += f.serialize()
         return self
 
-    def seed(self, name, control=0, timing=0, h2=0):
+    def seed(self, name, control=0, timing=0, h2=0, h2b=0):
         with open(os.path.join(OUT, name), "wb") as f:
-            f.write(bytes([control, timing, h2]) + bytes(self.out))
+            f.write(bytes([control, timing, h2, h2b]) + bytes(self.out))
 
 
 def main():
@@ -134,6 +134,18 @@ def main():
     Client().headers(1, "GET", "/b").seed("timer_write", timing=0xa1, h2=0x01)
     Client().headers(1, "POST", "/r", end=False).data(1, b"x").seed("timer_body", timing=0x81, h2=0x01)
     Client().seed("timer_ping_idle", timing=0xa1, h2=0x41)
+    # WebSocket over HTTP/2 (RFC 8441): an extended CONNECT, echoed messages,
+    # the client's end; one left open for the drain; one the client resets;
+    # one while the setting is off.
+    def websocket(c):
+        block = c.enc.encode([(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http"),
+                              (":path", "/chat"), (":authority", "fuzz"), ("sec-websocket-version", "13")],
+                             huffman=False)
+        return c.frame(HeadersFrame(1, block, flags={"END_HEADERS"}))
+    websocket(Client()).data(1, b"hello shared").data(1, b"close", end=True).seed("websocket", h2b=1)
+    websocket(Client()).data(1, b"hello").seed("websocket_drain", timing=0x40, h2b=1)
+    websocket(Client()).data(1, b"hello").frame(RstStreamFrame(1, error_code=8)).seed("websocket_reset", h2b=1)
+    websocket(Client()).data(1, b"hello", end=True).seed("websocket_off")
     # The preface and frames in small pieces.
     Client().headers(1, "GET", "/s").seed("split", control=0x36)
 
