@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -62,6 +63,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include <nghttp2/nghttp2.h>
 
