@@ -1231,7 +1231,7 @@ void session::stream_on_drain(std::function<void()> fn) {
 void session::stream_close() {
     if (stream_closed()) return;
     close_after_flush_ = true;
-    drain_fns_.clear();
+    drop_drain_fns();
     if (stream_read_)
         asio::post(server_->io(), [fn = std::move(stream_read_)] { fn(asio::error::operation_aborted, {}); });
     stream_read_ = nullptr;
@@ -1274,8 +1274,16 @@ void session::close() {
     deliver_pull(asio::error::connection_reset, false);
     if (stream_read_) asio::post(server_->io(), [fn = std::move(stream_read_)] { fn(asio::error::operation_aborted, {}); });
     stream_read_ = nullptr;
-    drain_fns_.clear();
+    drop_drain_fns();
     notify_drain();
+}
+
+// Callbacks no one will run, destroyed from a posted handler: one may hold
+// the last reference to the exchange, whose release clears drain_fns_ again
+// (finish_response), or to the byte stream being closed.
+void session::drop_drain_fns() {
+    if (!drain_fns_.empty()) asio::post(server_->io(), [dropped = std::move(drain_fns_)] {});
+    drain_fns_.clear();
 }
 
 void session::watch_for_reset() {

@@ -160,6 +160,7 @@ private:
     // input is needed or once the connection must close instead.
     bool discard_body();
     void mark_gone();
+    void drop_drain_fns();
     // The client's FIN arrived while the active exchange's body is no longer
     // read: runs its on_peer_eof callbacks.
     void notify_peer_eof();

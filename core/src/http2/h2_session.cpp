@@ -481,7 +481,7 @@ void h2_session::dispatch_waiting() {
         auto st = std::move(waiting_.front());
         waiting_.pop_front();
         st->waiting = false;
-        if (st->gone || st->closed) continue;
+        if (st->gone || st->closed || st->finished) continue;  // answered by the engine meanwhile (413, 408)
         dispatch(st);
     }
 }
@@ -803,8 +803,8 @@ void h2_session::resume(h2_stream& st) {
 long h2_session::read_response(h2_stream& st, std::uint8_t* buf, std::size_t length, std::uint32_t* flags) {
     const long n = st.out.copy_into(buf, length);
     if (n < 0) {
-        log::error(log_prefix() + ": response body file read failed: " + std::strerror(errno) +
-                   "; stream reset");
+        const int err = errno;  // log_prefix() formats addresses, which may clear errno
+        log::error(log_prefix() + ": response body file read failed: " + std::strerror(err) + "; stream reset");
         own_resets_.push_back(st.id);
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
@@ -893,6 +893,10 @@ void h2_session::mark_gone(h2_stream& st) {
     st.gone = true;
     for (auto& fn : st.gone_fns) asio::post(io(), std::move(fn));
     st.gone_fns.clear();
+    // Nobody to drain for any more: dropped later, from the reactor (a
+    // callback may hold the last reference to the exchange, whose release
+    // would clear drain_fns while they are being cleared).
+    drop_later(st.drain_fns);
     fail_pull(st, asio::error::connection_reset);
     if (st.stream_read)
         asio::post(io(), [fn = std::move(st.stream_read)] { fn(asio::error::connection_reset, {}); });
@@ -917,6 +921,11 @@ void h2_session::notify_drained(h2_stream& st) {
     st.drain_waiters.erase(it, st.drain_waiters.end());
 }
 
+void h2_session::drop_later(std::vector<std::function<void()>>& fns) {
+    if (!fns.empty()) asio::post(io(), [dropped = std::move(fns)] {});
+    fns.clear();
+}
+
 void h2_session::on_client_gone(h2_stream& st, std::function<void()> fn) {
     if (client_gone(st))
         asio::post(io(), std::move(fn));
@@ -925,7 +934,7 @@ void h2_session::on_client_gone(h2_stream& st, std::function<void()> fn) {
 }
 
 void h2_session::on_drain(h2_stream& st, std::function<void()> fn) {
-    if (st.finished) return;
+    if (st.finished || st.gone) return;
     if (draining_ || closed_)
         asio::post(io(), std::move(fn));
     else
@@ -1038,7 +1047,7 @@ void h2_session::stream_on_drain(h2_stream& st, std::function<void()> fn) {
 void h2_session::stream_close(h2_stream& st) {
     if (stream_closed(st) || closed_) return;
     st.ended = true;
-    st.drain_fns.clear();
+    drop_later(st.drain_fns);
     if (st.stream_read)
         asio::post(io(), [fn = std::move(st.stream_read)] { fn(asio::error::operation_aborted, {}); });
     st.stream_read = nullptr;

@@ -131,6 +131,9 @@ private:
     void deliver_stream_read(h2_stream& st);
     void fail_pull(h2_stream& st, boost::system::error_code ec);
     void mark_gone(h2_stream& st);
+    // Callbacks no one will run, destroyed from a posted handler: one may
+    // hold the last reference to its exchange or byte stream.
+    void drop_later(std::vector<std::function<void()>>& fns);
     void notify_drained(h2_stream& st);
     // Spends one unit of the connection's budget for resets and invalid
     // frames; GOAWAY ENHANCE_YOUR_CALM once it is gone.
