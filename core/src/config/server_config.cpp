@@ -35,9 +35,10 @@ std::chrono::milliseconds millis(std::chrono::nanoseconds value) {
 
 // "HOST:PORT" followed by options separated by spaces: `proxy` (connections
 // start with a PROXY protocol header), `tls` (they speak TLS, configured by
-// the `tls:` section); both may be given.
+// the `tls:` section), `h1` or `h2` (HTTP/1.1 only, or HTTP/2 too, whatever
+// http2.enabled says).
 listen_address parse_listen_entry(const std::string& text, const config_node& at) {
-    static const std::vector<std::string> options = {"proxy", "tls"};
+    static const std::vector<std::string> options = {"proxy", "tls", "h1", "h2"};
     listen_address out;
     out.text = text;
     std::size_t end = text.find(' ');
@@ -51,11 +52,16 @@ listen_address parse_listen_entry(const std::string& text, const config_node& at
             out.proxy_protocol = true;
         } else if (option == "tls") {
             out.tls = true;
+        } else if (option == "h1" || option == "h2") {
+            if (out.http2 && *out.http2 != (option == "h2"))
+                at.fail("", "'" + text + "' is marked both h1 and h2: choose one");
+            out.http2 = option == "h2";
         } else {
             std::string msg = "unknown listen option '" + option + "' in '" + text + "'";
             if (auto near = nearest_key(option, options)) msg += " (did you mean '" + *near + "'?)";
-            else msg += " (the options are 'proxy': connections start with a PROXY protocol header, and 'tls': "
-                        "they speak TLS, configured by the tls: section)";
+            else msg += " (the options are 'proxy': connections start with a PROXY protocol header, 'tls': "
+                        "they speak TLS, configured by the tls: section, and 'h1' / 'h2': HTTP/1.1 only, or "
+                        "HTTP/2 too)";
             at.fail("", msg);
         }
     }
@@ -308,6 +314,39 @@ void parse_http(const config_node& http, http_limits& out, config_errors& errors
     count32("max_connections_per_reactor", out.max_connections_per_reactor, 1);
 }
 
+void parse_http2(const config_node& h2, http2::settings& out, config_errors& errors) {
+    errors.check([&] {
+        h2.allow_keys({"enabled", "max_concurrent_streams", "initial_window_size", "max_frame_size",
+                       "max_header_list_size", "max_header_count", "ping_interval", "ping_timeout",
+                       "max_requests_per_connection", "reset_burst", "reset_rate"});
+    });
+    const auto count32 = [&](const char* key, std::uint32_t& field, std::int64_t min, std::int64_t max) {
+        errors.check([&] { field = static_cast<std::uint32_t>(h2.integer(key, field, min, max)); });
+    };
+    const auto size32 = [&](const char* key, std::uint32_t& field, std::uint64_t min, std::uint64_t max) {
+        errors.check([&] {
+            const auto v = h2.byte_size(key, field, max);
+            if (v < min) h2.fail(key, "expected at least " + std::to_string(min) + " bytes, found " + std::to_string(v));
+            field = static_cast<std::uint32_t>(v);
+        });
+    };
+    const auto timeout = [&](const char* key, std::chrono::milliseconds& field) {
+        errors.check([&] { field = millis(h2.duration(key, field)); });
+    };
+    errors.check([&] { out.enabled = h2.boolean("enabled", out.enabled); });
+    count32("max_concurrent_streams", out.max_concurrent_streams, 1, 100000);
+    // RFC 9113 6.5.2: the window at most 2^31-1, a frame 16 KiB to 16 MiB - 1.
+    size32("initial_window_size", out.initial_window_size, 0, 0x7fffffff);
+    size32("max_frame_size", out.max_frame_size, 16384, 16777215);
+    size32("max_header_list_size", out.max_header_list_size, 1024, 16 * 1024 * 1024);
+    count32("max_header_count", out.max_header_count, 1, 100000);
+    timeout("ping_interval", out.ping_interval);
+    timeout("ping_timeout", out.ping_timeout);
+    count32("max_requests_per_connection", out.max_requests_per_connection, 0, std::numeric_limits<std::uint32_t>::max());
+    count32("reset_burst", out.reset_burst, 1, 1000000);
+    count32("reset_rate", out.reset_rate, 1, 1000000);
+}
+
 // log.access: a boolean or a format string, which access_format must allow.
 void parse_access_log(const config_node& log, server_config& out) {
     const auto access = log.child("access");
@@ -382,6 +421,7 @@ server_config parse_server_config(const config_node& root, config_errors& errors
         check_executors_used(root, out);
     });
     parse_http(root.child("http"), out.http, errors);
+    parse_http2(root.child("http2"), out.http2, errors);
     parse_log(root.child("log"), out, errors);
     parse_metrics(root.child("metrics"), out, errors);
     return out;

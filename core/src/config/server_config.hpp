@@ -15,6 +15,8 @@
 #include <m0/config.hpp>
 #include <m0/http_limits.hpp>
 
+#include "http2/settings.hpp"
+
 #include "http/trusted_networks.hpp"
 
 namespace m0 {
@@ -24,6 +26,7 @@ struct listen_address {
     boost::asio::ip::tcp::endpoint endpoint;
     bool proxy_protocol = false;             // "HOST:PORT proxy": connections start with a PROXY header
     bool tls = false;                        // "HOST:PORT tls": connections speak TLS (the `tls:` section)
+    std::optional<bool> http2;               // "h1": HTTP/1.1 only; "h2": HTTP/2 too; unset: http2.enabled
 };
 
 // An executor of the deployment: one of `executors:`, or the `executor:`
@@ -59,6 +62,7 @@ struct server_config {
     std::string executor_type;              // executor.type; empty = the frontend's default
     std::vector<executor_config> executors; // executors.<name>.type, in file order, then "default" (executor.type) if set
     std::vector<mount_config> mounts;       // mounts: empty = the single `frontend:` at "/"
+    http2::settings http2;                  // http2.* — every field of http2/settings.hpp, same names
     http_limits http;                       // http.* — every field of m0/http_limits.hpp, same names, durations/sizes via duration()/byte_size()
     std::string log_level = "info";         // log.level: debug|info|warning|error
     bool access_log = false;                // log.access: true, or a format string (then true)
@@ -80,7 +84,7 @@ struct server_config {
 // (config_document::unread_sections).
 inline const std::vector<std::string> core_sections = {"server",    "plugins", "frontend", "executor",
                                                        "executors", "mounts",  "http",     "log",
-                                                       "metrics",   "scheduler", "tls"};
+                                                       "metrics",   "scheduler", "tls", "http2"};
 
 // Validates the core's own sections; other top-level keys are module sections.
 // `frontend` and `executor` hold plugin keys too: only `type` is read here

@@ -4,7 +4,7 @@
 // on a listener marked `proxy` replaces the socket's addresses; then
 // forwarding headers from a trusted peer name the client of each request.
 // A listener marked `tls` starts each connection with a TLS handshake (after
-// the PROXY header, when both). Reached through reactor_context::client_policy;
+// the PROXY header, when both); HTTP/2 is spoken where allowed. Reached through reactor_context::client_policy;
 // null there: the socket's peer, plain TCP, always.
 #include <atomic>
 #include <memory>
@@ -13,6 +13,7 @@
 #include <m0/tls/server_context.hpp>
 
 #include "http/trusted_networks.hpp"
+#include "http2/settings.hpp"
 
 namespace m0::http {
 
@@ -37,6 +38,11 @@ struct client_policy {
     // whether they speak TLS.
     std::vector<bool> proxy_protocol;
     std::vector<bool> tls;
+    // And whether they speak HTTP/2 besides HTTP/1.1: ALPN "h2" on a TLS
+    // listener, the h2c preface on a plain one (http2.enabled, or the
+    // listener's `h1` / `h2` option).
+    std::vector<bool> http2;
+    http2::settings http2_settings;
     // Set when some listener is marked `tls`.
     std::shared_ptr<tls_context_slot> tls_contexts;
 };

@@ -6,6 +6,12 @@
 
 namespace m0::http::detail {
 
+void post_whole_body(boost::asio::io_context& io, const std::string& body, bool& taken, body_handler fn) {
+    std::string chunk = taken ? std::string() : body;
+    taken = true;
+    boost::asio::post(io, [fn = std::move(fn), chunk = std::move(chunk)]() mutable { fn({}, std::move(chunk), true); });
+}
+
 exchange_impl::~exchange_impl() { session_->released(*this, std::move(data_)); }
 
 boost::asio::io_context& exchange_impl::io() { return session_->io(); }
@@ -56,12 +62,7 @@ void exchange_impl::read_body(std::size_t max_bytes, body_handler fn) {
         session_->read_body(*this, max_bytes, std::move(fn));
         return;
     }
-    // The body was read whole: one piece holding all of it.
-    std::string chunk = whole_taken_ ? std::string() : data_->req.body;
-    whole_taken_ = true;
-    boost::asio::post(session_->io(), [fn = std::move(fn), chunk = std::move(chunk)]() mutable {
-        fn({}, std::move(chunk), true);
-    });
+    post_whole_body(session_->io(), data_->req.body, whole_taken_, std::move(fn));
 }
 
 bool exchange_impl::body_pending() const { return streamed_ && session_->body_pending(*this); }

@@ -32,6 +32,7 @@ server::server(reactor_context& ctx, handler& h)
         const std::size_t i = listeners_.size();
         slot.proxy_protocol = clients_ && i < clients_->proxy_protocol.size() && clients_->proxy_protocol[i];
         slot.tls = clients_ && clients_->tls_contexts && i < clients_->tls.size() && clients_->tls[i];
+        slot.http2 = clients_ && i < clients_->http2.size() && clients_->http2[i];
         slot.retry = std::make_unique<asio::steady_timer>(io_);
         listeners_.push_back(std::move(slot));
     }
@@ -118,7 +119,7 @@ void server::start_burst(std::size_t i) {
     std::shared_ptr<const tls::server_context> tls;
     if (slot.tls && !burst.empty()) tls = clients_->tls_contexts->get();
     for (auto& socket : burst) {
-        auto s = std::make_shared<session>(shared_from_this(), std::move(socket), slot.proxy_protocol, tls);
+        auto s = std::make_shared<session>(shared_from_this(), std::move(socket), slot.proxy_protocol, tls, slot.http2);
         s->start();
         // Accepted, so its client is sending a request to this process: the
         // session answers it and closes (a silent one after a short grace).
@@ -132,12 +133,18 @@ std::size_t server::connections() const noexcept {
     return n;
 }
 
-void server::session_opened(session& s) {
+void server::session_opened(connection& s) {
     sessions_.push_back(s);
     stats_->live_connections.fetch_add(1, std::memory_order_relaxed);
 }
 
-void server::session_closed(session& s, bool resume) {
+void server::session_handed_over(connection& from, connection& to) {
+    if (!from.is_linked()) return;
+    sessions_.insert(sessions_.iterator_to(from), to);
+    sessions_.erase(sessions_.iterator_to(from));
+}
+
+void server::session_closed(connection& s, bool resume) {
     if (!s.is_linked()) return;
     sessions_.erase(sessions_.iterator_to(s));
     // Closed first: whoever sees the live count drop also finds the close
@@ -156,7 +163,7 @@ void server::drain() {
         start_burst(i);  // accepted, never read from: answered like any fresh connection
     }
     for (auto it = sessions_.begin(); it != sessions_.end();) {
-        session& s = *it++;  // drain() may close and unlink s
+        connection& s = *it++;  // drain() may close and unlink s
         s.drain();
     }
 }

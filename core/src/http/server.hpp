@@ -47,15 +47,19 @@ public:
     // response instead of a reset.
     std::chrono::milliseconds linger_timeout() const noexcept { return linger_; }
 
-    void session_opened(session& s);
+    void session_opened(connection& c);
     // resume: accept again if a slot freed up (false while being torn down).
-    void session_closed(session& s, bool resume);
+    void session_closed(connection& c, bool resume);
+    // An HTTP/1.1 session that found its client speaks HTTP/2 hands the
+    // connection to `to`: one connection still, counted once.
+    void session_handed_over(connection& from, connection& to);
 
 private:
     struct listener_slot {
         listener* source = nullptr;
         bool proxy_protocol = false;  // connections start with a PROXY header
         bool tls = false;             // connections speak TLS
+        bool http2 = false;           // and may speak HTTP/2
         bool accepting = false;
         std::unique_ptr<boost::asio::steady_timer> retry;
         // Accepted in this burst, sessions not started yet.
@@ -78,7 +82,7 @@ private:
     http_limits default_limits_;
     reactor_stats own_stats_;  // when the caller publishes none
     std::vector<listener_slot> listeners_;
-    boost::intrusive::list<session> sessions_;
+    boost::intrusive::list<connection> sessions_;
     date_cache date_;
     std::chrono::steady_clock::duration tick_;
     std::chrono::milliseconds linger_;

@@ -13,8 +13,11 @@
 #include "http/byte_stream_impl.hpp"
 #include "http/exchange_impl.hpp"
 #include "http/forwarded.hpp"
+#include "http/peer.hpp"
 #include "http/proxy_protocol.hpp"
 #include "http/server.hpp"
+#include "http/transport.hpp"
+#include "http2/h2_session.hpp"
 #include "telemetry/request_recorder.hpp"
 
 namespace m0::http::detail {
@@ -53,7 +56,7 @@ boost::system::error_code body_error(unsigned status) {
 }  // namespace
 
 session::session(std::shared_ptr<server> owner, asio::ip::tcp::socket socket, bool proxy_protocol,
-                 std::shared_ptr<const tls::server_context> tls)
+                 std::shared_ptr<const tls::server_context> tls, bool http2)
     : server_(std::move(owner)),
       limits_(server_->limits()),
       recorder_(server_->recorder()),
@@ -62,6 +65,7 @@ session::session(std::shared_ptr<server> owner, asio::ip::tcp::socket socket, bo
       timer_(server_->io()),
       parser_(limits_) {
     proxy_pending_ = proxy_protocol;
+    http2_ = http2;
 }
 
 session::~session() {
@@ -113,6 +117,23 @@ void session::process() {
         processing_ = false;
         if (!tls_) start_tls();
         return;
+    }
+    // Prior-knowledge h2c (RFC 9113 3.3): the preface instead of a first
+    // request. No Upgrade: h2c; TLS clients choose h2 by ALPN instead.
+    if (http2_ && !tls_ && rend_ > rbegin_) {
+        switch (h2c_preface()) {
+            case preface::yes: processing_ = false; hand_over_to_http2(); return;
+            case preface::maybe:
+                if (!peer_eof_) {
+                    processing_ = false;
+                    update_read_phase(clock::now());
+                    maybe_read();
+                    return;
+                }
+                break;
+            case preface::no: break;
+        }
+        http2_ = false;  // an HTTP/1.1 connection from its first byte
     }
     bool backlogged = false;
     do {
@@ -236,39 +257,9 @@ void session::maybe_read() {
 
 // ---------------------------------------------------------------- transport
 
-namespace {
-// The output queue's way through TLS.
-struct tls_sink final : output_queue::sink {
-    explicit tls_sink(tls::connection& c) : conn(c) {}
-    output_queue::result write(const char* data, std::size_t len, std::size_t& written, int& error) override {
-        switch (conn.write(data, len, written)) {
-            case tls::connection::status::done: return output_queue::result::done;
-            case tls::connection::status::want_write: return output_queue::result::would_block;
-            case tls::connection::status::want_read:  // no renegotiation: a peer that asks for one is broken
-            case tls::connection::status::closed:
-            case tls::connection::status::failed: break;
-        }
-        error = conn.socket_error() ? conn.socket_error() : EPROTO;
-        return output_queue::result::failed;
-    }
-    tls::connection& conn;
-};
-}  // namespace
-
 std::size_t session::read_now(char* p, std::size_t cap, error_code& ec) {
     // A lingering close only discards what arrives: no need to decrypt it.
-    if (!tls_ || lingering_) return socket_.read_some(asio::buffer(p, cap), ec);
-    std::size_t n = 0;
-    tls_wants_write_ = false;
-    switch (tls_->read(p, cap, n)) {
-        case tls::connection::status::done: ec = {}; return n;
-        case tls::connection::status::want_write: tls_wants_write_ = true; [[fallthrough]];
-        case tls::connection::status::want_read: ec = asio::error::would_block; return 0;
-        case tls::connection::status::closed: ec = asio::error::eof; return 0;
-        case tls::connection::status::failed: break;
-    }
-    ec = error_code(tls_->socket_error() ? tls_->socket_error() : ECONNRESET, boost::system::system_category());
-    return 0;
+    return transport_read(socket_, lingering_ ? nullptr : tls_.get(), p, cap, ec, tls_wants_write_);
 }
 
 void session::read_async(bool socket_first) {
@@ -311,6 +302,7 @@ void session::tls_read_ready() {
 
 void session::start_tls() {
     tls_ = std::make_unique<tls::connection>(*tls_context_, socket_.native_handle());
+    if (!http2_) tls_->limit_alpn("http/1.1");  // the context may offer h2 for other listeners
     // Bytes that followed a PROXY header are the client's first TLS bytes.
     if (rend_ > rbegin_) tls_->prepend_input(std::string_view(rbuf_.get() + rbegin_, rend_ - rbegin_));
     rbegin_ = rend_ = 0;
@@ -335,6 +327,11 @@ void session::tls_handshake_step() {
                            (info.resumed ? ", resumed" : "") +
                            (info.server_name.empty() ? "" : ", server name " + info.server_name));
             }
+            if (http2_ && tls_->info().alpn == "h2") {
+                hand_over_to_http2();
+                return;
+            }
+            http2_ = false;
             // The first request's header timeout starts now.
             phase_ = read_phase::none;
             update_read_phase(clock::now());
@@ -346,6 +343,33 @@ void session::tls_handshake_step() {
         case tls::connection::status::closed:
         case tls::connection::status::failed: tls_failed(tls_->failure()); return;
     }
+}
+
+namespace {
+constexpr std::string_view h2c_preface_bytes = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+}
+
+session::preface session::h2c_preface() const noexcept {
+    const std::string_view got(rbuf_.get() + rbegin_, rend_ - rbegin_);
+    const std::size_t n = std::min(got.size(), h2c_preface_bytes.size());
+    if (got.substr(0, n) != h2c_preface_bytes.substr(0, n)) return preface::no;
+    return n == h2c_preface_bytes.size() ? preface::yes : preface::maybe;
+}
+
+// The connection goes on as HTTP/2: the socket, its TLS and the bytes
+// read so far move to an h2_session, which takes this one's place in the
+// server's list; this session ends without a close of its own.
+void session::hand_over_to_http2() {
+    const auto& policy = *server_->clients();
+    peer_address peer{remote_, local_, scheme_, trusts_forwarded_};
+    auto next = std::make_shared<http2::h2_session>(server_, std::move(socket_), std::move(tls_),
+                                                    std::move(tls_context_), peer, policy.http2_settings);
+    const std::string_view first(rbuf_.get() + rbegin_, rend_ - rbegin_);
+    closed_ = true;
+    timer_.cancel();
+    server_->session_handed_over(*this, *next);
+    next->start(first);
+    rbegin_ = rend_ = 0;
 }
 
 // Counted by reason and logged at debug only: a scanner or a broken client
@@ -490,22 +514,7 @@ void session::update_trust() {
 }
 
 void session::resolve_client(request& req) const {
-    forwarded_client client{req.remote, req.scheme};
-    std::string why;
-    switch (resolve_forwarded(req.headers, server_->clients()->forwarded_trusted, client, why)) {
-        case forwarded_outcome::none: return;
-        case forwarded_outcome::applied:
-            req.remote = client.remote;
-            req.scheme = client.scheme;
-            return;
-        case forwarded_outcome::malformed:
-            // The peer is trusted, yet what it sent does not parse: the
-            // request goes on from the peer's address rather than a guess.
-            if (recorder_) recorder_->forwarded_headers_ignored();
-            if (log::enabled(log::level::debug))
-                log::debug(log_prefix() + ": ignored forwarding headers: " + why);
-            return;
-    }
+    apply_forwarding(req, *server_->clients(), recorder_, server_->reactor_index());
 }
 
 void session::update_read_phase(clock::time_point now) {
@@ -800,16 +809,7 @@ void session::log_rejection(unsigned status, std::string_view reason) const {
     log::info(line);
 }
 
-std::string session::log_prefix() const {
-    std::string line = "http: reactor " + std::to_string(server_->reactor_index()) + ": ";
-    const bool v6 = remote_.address().is_v6();
-    if (v6) line += '[';
-    line += remote_.address().to_string();
-    if (v6) line += ']';
-    line += ':';
-    line += std::to_string(remote_.port());
-    return line;
-}
+std::string session::log_prefix() const { return connection_log_prefix(server_->reactor_index(), remote_); }
 
 void session::finish_response() {
     if (recorder_ && active_) record_response();
@@ -881,13 +881,7 @@ void session::flush() {
         int err = 0;
         const auto before = out_.pending();
         if (tls_ && !tls_->established()) return;  // nothing is written before the handshake ends
-        output_queue::result r;
-        if (tls_) {
-            tls_sink through_tls{*tls_};
-            r = out_.flush(through_tls, err);
-        } else {
-            r = out_.flush(socket_.native_handle(), err);
-        }
+        const auto r = transport_flush(out_, socket_, tls_.get(), err);
         if (recorder_) recorder_->bytes_out(before - out_.pending());
         if (r == output_queue::result::failed) {
             mark_gone();

@@ -20,12 +20,12 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/intrusive/list_hook.hpp>
 
 #include <m0/http.hpp>
 #include <m0/tls/connection.hpp>
 #include <m0/tls/server_context.hpp>
 
+#include "http/connection.hpp"
 #include "http/output_queue.hpp"
 #include "http/request_data.hpp"
 #include "http/request_parser.hpp"
@@ -36,8 +36,7 @@ namespace m0::http::detail {
 class server;
 class exchange_impl;
 
-class session : public std::enable_shared_from_this<session>,
-                public boost::intrusive::list_base_hook<> {
+class session final : public std::enable_shared_from_this<session>, public connection {
 public:
     using clock = std::chrono::steady_clock;
 
@@ -45,8 +44,11 @@ public:
     // (a listener marked `proxy`), read before any HTTP. tls: set on a
     // listener marked `tls`: a TLS handshake (after the PROXY header) comes
     // before any HTTP, and every byte after it goes through TLS.
+    // http2: the client may speak HTTP/2 instead (ALPN "h2" after the TLS
+    // handshake, or the h2c preface as its first bytes); the connection is
+    // then handed to the HTTP/2 engine.
     session(std::shared_ptr<server> owner, boost::asio::ip::tcp::socket socket, bool proxy_protocol = false,
-            std::shared_ptr<const tls::server_context> tls = nullptr);
+            std::shared_ptr<const tls::server_context> tls = nullptr, bool http2 = false);
     ~session();
     session(const session&) = delete;
     session& operator=(const session&) = delete;
@@ -54,8 +56,8 @@ public:
     void start();
 
     // Called by the server on ctx.on_drain / ctx.on_force_close.
-    void drain();
-    void force_close();
+    void drain() override;
+    void force_close() override;
 
     // Called by exchange_impl; calls from an exchange that is not the one
     // being answered are ignored.
@@ -120,6 +122,10 @@ private:
     void start_tls();
     void tls_handshake_step();
     void tls_failed(tls::handshake_failure why);
+    // The client opened with the h2c preface: yes, no, or too few bytes yet.
+    enum class preface { yes, no, maybe };
+    preface h2c_preface() const noexcept;
+    void hand_over_to_http2();
 
     // Request side.
     void process();
@@ -218,6 +224,7 @@ private:
     std::string_view scheme_ = "http";       // "https" when a PROXY v2 header says the client used TLS
     bool proxy_pending_ = false;             // a PROXY header is still expected
     bool trusts_forwarded_ = false;          // remote_ is a trusted proxy
+    bool http2_ = false;                     // HTTP/2 is allowed on this connection
 
     std::unique_ptr<char[]> rbuf_;
     std::size_t rcap_ = 0;

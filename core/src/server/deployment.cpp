@@ -189,6 +189,13 @@ bool load_tls(deployment& d, const config_node& root, config_errors& errors) {
     const std::size_t before = errors.size();
     auto settings = parse_tls_config(section, errors);
     if (errors.size() > before) return section.is_map();
+    // ALPN offers h2 first when some TLS listener speaks it (those that do
+    // not limit their connections to http/1.1).
+    for (const auto& l : d.cfg.listen)
+        if (l.tls && l.http2.value_or(d.cfg.http2.enabled)) {
+            settings.alpn = {"h2", "http/1.1"};
+            break;
+        }
     tls::load_report report;
     d.tls = tls::server_context::load(settings, report);
     for (const auto& e : report.errors) errors.add(config_error(tls_key_named_by(section, e).where() + ": " + e));

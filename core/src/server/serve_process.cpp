@@ -82,7 +82,9 @@ std::shared_ptr<const http::client_policy> make_client_policy(const deployment& 
     for (const auto& l : d.cfg.listen) {
         policy->proxy_protocol.push_back(l.proxy_protocol);
         policy->tls.push_back(l.tls);
+        policy->http2.push_back(l.http2.value_or(d.cfg.http2.enabled));
     }
+    policy->http2_settings = d.cfg.http2;
     if (d.tls) policy->tls_contexts = std::make_shared<http::tls_context_slot>(d.tls);
     return policy;
 }

@@ -101,7 +101,10 @@ std::string basic_auth_user(const http::request* req) {
     return decoded;
 }
 
-std::string_view protocol(const http::request& req) { return req.version == 10 ? "HTTP/1.0" : "HTTP/1.1"; }
+std::string_view protocol(const http::request& req) {
+    if (req.version == 20) return "HTTP/2";
+    return req.version == 10 ? "HTTP/1.0" : "HTTP/1.1";
+}
 
 // Formats the wall clock at most once a second per thread.
 struct clock_text {

@@ -100,6 +100,7 @@ struct metrics_table::totals {
     std::uint64_t open = 0, in_flight = 0, executor_jobs = 0, accepted = 0, bytes_in = 0, bytes_out = 0;
     std::uint64_t proxy_refused = 0, forwarded_ignored = 0;
     std::uint64_t tls_handshakes = 0, tls_resumed = 0;
+    std::uint64_t http2_connections = 0, http2_streams = 0, http2_calm = 0;
     std::array<std::uint64_t, tls_failure_reasons> tls_failures{};
     unsigned processes_alive = 0;
     struct process {
@@ -266,6 +267,9 @@ metrics_table::totals metrics_table::sum() const {
             t.tls_handshakes += load(s.tls_handshakes);
             t.tls_resumed += load(s.tls_resumed);
             for (std::size_t k = 0; k < tls_failure_reasons; ++k) t.tls_failures[k] += load(s.tls_failures[k]);
+            t.http2_connections += load(s.http2_connections);
+            t.http2_streams += load(s.http2_streams);
+            t.http2_calm += load(s.http2_calm);
             for (std::size_t m = 0; m < mounts_.size(); ++m) {
                 auto& c = mount(s, m);
                 auto& into = t.mounts[m];
@@ -370,6 +374,12 @@ std::string metrics_table::prometheus() const {
         out += "m0_tls_handshake_failures_total{reason=\"" +
                std::string(tls::to_string(static_cast<tls::handshake_failure>(k))) + "\"} " +
                std::to_string(t.tls_failures[k]) + "\n";
+    single("m0_http2_connections_total", "counter", "Connections that spoke HTTP/2 (ALPN h2 or the h2c preface).",
+           t.http2_connections);
+    single("m0_http2_streams_total", "counter", "HTTP/2 streams opened by clients.", t.http2_streams);
+    single("m0_http2_enhance_your_calm_total", "counter",
+           "HTTP/2 connections ended with GOAWAY ENHANCE_YOUR_CALM (floods, too many resets or invalid frames).",
+           t.http2_calm);
     single("m0_worker_processes", "gauge", "Serving processes running now.", t.processes_alive);
     single("m0_reactor_threads", "gauge", "Reactor threads per serving process.", reactors_);
     prometheus_reactors(t, out);

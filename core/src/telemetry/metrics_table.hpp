@@ -50,6 +50,11 @@ struct reactor_slot {
     std::atomic<std::uint64_t> tls_handshakes{0};
     std::atomic<std::uint64_t> tls_resumed{0};
     std::array<std::atomic<std::uint64_t>, tls_failure_reasons> tls_failures{};
+    // HTTP/2: connections, streams opened, and connections ended with
+    // GOAWAY ENHANCE_YOUR_CALM (a flood or too many resets).
+    std::atomic<std::uint64_t> http2_connections{0};
+    std::atomic<std::uint64_t> http2_streams{0};
+    std::atomic<std::uint64_t> http2_calm{0};
 };
 
 // One executor of one serving process, as its metrics sampler last saw it

@@ -61,6 +61,15 @@ public:
         if (slot_ && reason < telemetry::tls_failure_reasons)
             slot_->tls_failures[reason].fetch_add(1, std::memory_order_relaxed);
     }
+    void http2_connection() noexcept {
+        if (slot_) slot_->http2_connections.fetch_add(1, std::memory_order_relaxed);
+    }
+    void http2_stream() noexcept {
+        if (slot_) slot_->http2_streams.fetch_add(1, std::memory_order_relaxed);
+    }
+    void http2_enhance_your_calm() noexcept {
+        if (slot_) slot_->http2_calm.fetch_add(1, std::memory_order_relaxed);
+    }
     void forwarded_headers_ignored() noexcept {
         if (slot_) slot_->forwarded_headers_ignored.fetch_add(1, std::memory_order_relaxed);
     }

@@ -13,6 +13,8 @@
 
 #include "m0/tls/server_context.hpp"
 
+#include "alpn_limit.hpp"
+
 namespace m0::tls {
 
 // What the socket BIO reads from and writes to. Its own BIO rather than
@@ -161,6 +163,11 @@ connection::connection(const server_context& ctx, int fd) : io_(std::make_unique
     // Most clients end a connection without close_notify: that is an end of
     // stream, not an attack on a protocol (HTTP frames its own bodies).
     SSL_set_options(ssl_, SSL_OP_IGNORE_UNEXPECTED_EOF);
+}
+
+void connection::limit_alpn(std::string protocol) {
+    alpn_limit_ = std::make_unique<std::string>(std::move(protocol));
+    if (ssl_) SSL_set_ex_data(ssl_, detail::alpn_limit_index(), alpn_limit_.get());
 }
 
 connection::~connection() {

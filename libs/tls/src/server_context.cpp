@@ -9,6 +9,7 @@
 #include <optional>
 #include <string_view>
 
+#include "alpn_limit.hpp"
 #include "certificate_checks.hpp"
 #include "ticket_keys.hpp"
 
@@ -106,9 +107,11 @@ int choose_chain(SSL* ssl, int*, void* arg) {
 
 // The first protocol of tls.alpn that the client offers; none: the
 // handshake goes on without ALPN (the connection speaks HTTP/1.1).
-int choose_protocol(SSL*, const unsigned char** out, unsigned char* out_size, const unsigned char* offered,
+int choose_protocol(SSL* ssl, const unsigned char** out, unsigned char* out_size, const unsigned char* offered,
                      unsigned int offered_size, void* arg) {
+    const std::string* only = detail::alpn_limit(ssl);
     for (const auto& ours : static_cast<const callback_data*>(arg)->alpn) {
+        if (only && ours != *only) continue;
         for (unsigned int at = 0; at < offered_size;) {
             const unsigned int size = offered[at];
             if (at + 1 + size > offered_size) break;

@@ -49,6 +49,10 @@ public:
     // ones that followed a PROXY protocol header): read before the socket.
     void prepend_input(std::string_view bytes);
 
+    // Before the handshake: of the context's ALPN protocols, this one only
+    // may be chosen (a listener that speaks HTTP/1.1 only: "http/1.1").
+    void limit_alpn(std::string protocol);
+
     // Advances the handshake. failed: failure() says why.
     status handshake();
     bool established() const noexcept { return established_; }
@@ -91,6 +95,7 @@ private:
     std::unique_ptr<tls_info> info_;
     handshake_failure failure_ = handshake_failure::none;
     std::string failure_detail_;
+    std::unique_ptr<std::string> alpn_limit_;  // limit_alpn's protocol (the SSL points at it)
     int socket_errno_ = 0;
     bool established_ = false;
     bool protocol_error_ = false;  // a TLS error after the handshake

@@ -1,0 +1,53 @@
+#pragma once
+// The exchange of one HTTP/2 stream: what a frontend holds, the same
+// interface the HTTP/1.1 engine hands out. Every call goes to the
+// connection with its stream; calls after the response ended, or after the
+// stream or the connection went away, are ignored there.
+#include <memory>
+
+#include <m0/http.hpp>
+
+#include "http2/h2_session.hpp"
+
+namespace m0::http2 {
+
+class h2_exchange final : public http::exchange {
+public:
+    h2_exchange(std::shared_ptr<h2_session> owner, std::shared_ptr<h2_stream> st) noexcept
+        : session_(std::move(owner)), stream_(std::move(st)) {}
+    ~h2_exchange() override;
+
+    const http::request& req() const override { return stream_->data->req; }
+    boost::asio::io_context& io() override { return session_->io(); }
+    void respond(unsigned status, std::vector<http::response_header> headers, std::string body) override;
+    void begin(unsigned status, std::vector<http::response_header> headers,
+               std::optional<std::uint64_t> content_length) override;
+    void write(std::string data) override;
+    void write_file(int fd, std::uint64_t offset, std::uint64_t length) override;
+    void end() override;
+    void abort() override;
+    std::size_t pending_bytes() const override { return static_cast<std::size_t>(stream_->out.pending()); }
+    void when_drained(std::size_t below, std::function<void()> fn) override;
+    bool client_gone() const override { return session_->client_gone(*stream_); }
+    void respond_borrowed(unsigned status, const std::vector<http::response_header>& headers,
+                          std::string_view body) override;
+    void read_body(std::size_t max_bytes, http::body_handler fn) override;
+    bool body_pending() const override;
+    void on_client_gone(std::function<void()> fn) override;
+    void on_drain(std::function<void()> fn) override;
+    // WebSocket over HTTP/2 (RFC 8441) is not offered: no request can ask.
+    std::shared_ptr<http::byte_stream> upgrade(std::vector<http::response_header>) override { return nullptr; }
+    void end_with_trailers(std::vector<http::response_header> trailers) override;
+    void write_shared(std::shared_ptr<const std::string> data) override;
+    // END_STREAM is how every HTTP/2 request ends, not a half-close: a
+    // client that leaves resets the stream, which on_client_gone reports.
+    void on_peer_eof(std::function<void()>) override {}
+    void write_shared_batch(std::span<const std::shared_ptr<const std::string>> pieces) override;
+
+private:
+    std::shared_ptr<h2_session> session_;
+    std::shared_ptr<h2_stream> stream_;
+    bool whole_taken_ = false;  // read_body handed out request::body
+};
+
+}  // namespace m0::http2
