@@ -64,6 +64,7 @@ PyObject* run(PyObject*, PyObject* args) {
     if (argv_text.empty()) argv_text.emplace_back("m0");
     host.python_mode = mode;
     host.python_executable = executable;
+    host.extra_commands = {"sdk"};
     host.help_extra =
         "Installed as a wheel: m0 runs hosted in this Python (its venv is the app's venv); `m0 sdk --help`\n"
         "tells where the SDK for out-of-tree plugins is.\n";

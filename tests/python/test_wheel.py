@@ -290,6 +290,10 @@ def test_hello_plugin_builds_against_the_wheel_sdk(m0_server, venv, tmp_path):
         configure.append(f"-DCMAKE_CXX_COMPILER={os.environ['M0_CXX_COMPILER']}")
     run(configure)
     run([CMAKE, "--build", build])
+    # The wheel's own command is named with the core's when one is mistyped.
+    bogus = m0test.run_m0("sdkk", program=venv["m0"], env=ENV)
+    assert bogus.returncode == 2
+    assert "(did you mean 'sdk'?): the commands are 'plugins' and 'sdk'" in bogus.stderr, bogus.stderr
     cache = (build / "CMakeCache.txt").read_text()
     assert f"m0_DIR:PATH={cmake_dir}" in cache
     listed = m0test.run_m0("plugins", program=venv["m0"], env={**ENV, "M0_PLUGIN_PATH": str(build)})

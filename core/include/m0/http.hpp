@@ -1,5 +1,6 @@
 #pragma once
-// The core's HTTP/1.1 engine, as frontends see it (docs/architecture.md).
+// The core's HTTP engines (HTTP/1.1, and HTTP/2 on the same exchanges), as
+// frontends see them (docs/architecture.md).
 //
 // The engine accepts on a reactor's listeners, parses requests (no Python, no
 // GIL), and hands each complete request to a handler on the reactor thread as
@@ -46,7 +47,7 @@ struct request {
     // the rest of `path` as its own path. Set by the core before the
     // handler runs.
     std::string_view script_name;
-    unsigned version = 11;          // 10 or 11
+    unsigned version = 11;          // 10, 11, or 20 (HTTP/2)
     std::vector<header_field> headers;  // arrival order, duplicates kept
     std::string body;               // whole body, de-chunked; empty when streamed
     bool keep_alive = true;         // what the client asked for

@@ -124,6 +124,12 @@ bool field_value_safe(std::string_view s) {
 // storage that lives as long as this object (nghttp2 copies them on submit).
 class field_list {
 public:
+    // Empties the list, keeping its buffers.
+    void clear() {
+        nv_.clear();
+        lowered_.clear();
+        names_.clear();
+    }
     void reserve(std::size_t fields, std::size_t name_bytes) {
         nv_.reserve(fields);
         names_.reserve(name_bytes);
@@ -137,7 +143,12 @@ public:
         const std::size_t at = names_.size();
         for (char c : h.name) names_.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c);
         lowered_.push_back({nv_.size(), at, h.name.size()});
-        push({}, h.value);
+        // RFC 9113 8.2.1: no leading or trailing whitespace in a value
+        // (HTTP/1.1 ignores it; an HTTP/2 client resets the stream).
+        std::string_view value = h.value;
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+        while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+        push({}, value);
     }
     nghttp2_nv* data() {
         // names_ is complete: point the lowered names into it.
@@ -208,7 +219,7 @@ std::string h2_session::log_prefix() const {
 
 void h2_session::start(std::string_view first_bytes) {
     const auto now = clock::now();
-    last_read_ = idle_since_ = abuse_refilled_ = now;
+    last_read_ = idle_since_ = abuse_refilled_ = now_ = now;
     if (recorder_) recorder_->http2_connection();
     if (log::enabled(log::level::debug)) log::debug(log_prefix() + ": speaks HTTP/2");
     const nghttp2_settings_entry entries[] = {
@@ -258,10 +269,17 @@ int h2_session::on_begin_headers_frame(std::int32_t stream_id) {
 }
 
 int h2_session::on_begin_headers(std::int32_t stream_id) {
-    auto st = std::make_shared<h2_stream>(stream_id);
-    st->data = std::make_unique<http::detail::request_data>();
-    st->data->req.headers.reserve(16);
-    st->last_input = clock::now();
+    // Both come back from free lists: the stream's block from the reactor's
+    // (recycling_allocator), its request's buffers from this connection's.
+    auto st = std::allocate_shared<h2_stream>(recycling_allocator<h2_stream>(), stream_id);
+    if (!spare_data_.empty()) {
+        st->data = std::move(spare_data_.back());
+        spare_data_.pop_back();
+    } else {
+        st->data = std::make_unique<http::detail::request_data>();
+        st->data->req.headers.reserve(16);
+    }
+    st->last_input = now_;
     streams_.emplace(stream_id, std::move(st));
     if (recorder_) recorder_->http2_stream();
     return 0;
@@ -449,7 +467,7 @@ int h2_session::on_data(std::int32_t stream_id, const std::uint8_t* data, std::s
     nghttp2_session_consume_connection(ng_, len);
     h2_stream* st = find(stream_id);
     if (!st) return 0;
-    st->last_input = clock::now();
+    st->last_input = now_;
     st->body_received += len;
     if (st->finished || st->released || st->gone) {
         nghttp2_session_consume_stream(ng_, stream_id, len);  // nobody reads it any more
@@ -484,7 +502,8 @@ int h2_session::on_stream_close(std::int32_t stream_id, std::uint32_t error_code
     // the engine for it), so whoever still works on it stops.
     if (error_code != NGHTTP2_NO_ERROR || !st->ended || !st->out.empty()) mark_gone(*st);
     st->out.clear();
-    if (streams_.empty()) idle_since_ = clock::now();
+    if (!st->dispatched || st->released) recycle(*st);
+    if (streams_.empty()) idle_since_ = now_;
     return 0;
 }
 
@@ -623,7 +642,10 @@ void h2_session::submit_head(h2_stream& st, unsigned status, const std::vector<r
         auto r = std::to_chars(length_text, length_text + sizeof length_text, *content_length);
         length_view = std::string_view(length_text, r.ptr - length_text);
     }
-    field_list fields;
+    // One list per reactor thread, its buffers kept from response to
+    // response (nghttp2 copies the fields on submit).
+    static thread_local field_list fields;
+    fields.clear();
     std::size_t name_bytes = 0;
     if (headers)
         for (const auto& h : *headers) name_bytes += h.name.size();
@@ -653,7 +675,7 @@ void h2_session::respond(h2_stream& st, unsigned status, const std::vector<respo
     st.ended = true;
     submit_head(st, status, &headers, size, with_body);
     finish(st);
-    send();
+    send_soon();
 }
 
 void h2_session::begin(h2_stream& st, unsigned status, const std::vector<response_header>& headers,
@@ -662,7 +684,7 @@ void h2_session::begin(h2_stream& st, unsigned status, const std::vector<respons
     const bool with_body = http::detail::status_has_body(status) && !st.data->is_head;
     if (with_body) st.remaining = content_length;
     submit_head(st, status, &headers, content_length, with_body);
-    send();
+    send_soon();
 }
 
 void h2_session::write(h2_stream& st, std::uint64_t size, const std::function<void()>& push) {
@@ -710,7 +732,7 @@ void h2_session::end(h2_stream& st, const std::vector<response_header>* trailers
     st.ended = true;
     resume(st);
     finish(st);
-    send();
+    send_soon();
 }
 
 void h2_session::abort(h2_stream& st) {
@@ -736,7 +758,7 @@ long h2_session::read_response(h2_stream& st, std::uint8_t* buf, std::size_t len
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
     if (n > 0) {
-        st.last_output = clock::now();
+        st.last_output = now_;
         notify_drained(st);
     }
     if (st.out.empty() && st.ended) {
@@ -856,6 +878,17 @@ void h2_session::on_drain(h2_stream& st, std::function<void()> fn) {
         st.drain_fns.push_back(std::move(fn));
 }
 
+// The request's buffers go back to the connection once neither nghttp2
+// nor a handler can reach the stream.
+void h2_session::recycle(h2_stream& st) noexcept {
+    if (!st.data) return;
+    if (spare_data_.size() < max_spare_requests) {
+        st.data->clear();
+        spare_data_.push_back(std::move(st.data));
+    }
+    st.data.reset();
+}
+
 void h2_session::released(h2_stream& st) noexcept {
     --running_;
     st.released = true;
@@ -870,15 +903,16 @@ void h2_session::released(h2_stream& st) noexcept {
     } else if (!st.finished) {
         finish(st);
     }
+    if (st.closed) recycle(st);
     if (closed_) return;
     dispatch_waiting();
-    send();
+    send_soon();
 }
 
 // ---------------------------------------------------------------- I/O
 
 void h2_session::feed(const char* data, std::size_t n) {
-    last_read_ = clock::now();
+    last_read_ = now_ = clock::now();
     sending_ = true;  // nghttp2 must not be asked for output from inside its own callbacks
     const auto rv = nghttp2_session_mem_recv(ng_, reinterpret_cast<const std::uint8_t*>(data), n);
     sending_ = false;
@@ -975,6 +1009,7 @@ void h2_session::on_read(const error_code& ec, std::size_t n) {
 void h2_session::send() {
     if (sending_ || closed_) return;
     sending_ = true;
+    now_ = clock::now();
     for (;;) {
         bool took = false;
         while (out_.pending() < output_high_water) {
@@ -1002,6 +1037,18 @@ void h2_session::send() {
         if (read_paused_) read_more();
         maybe_finish();
     }
+}
+
+// Answers completed in one reactor pass (a pool's completions, several
+// streams of one connection) leave in one write, after the pass, as
+// pipelined HTTP/1.1 responses do; streamed pieces go at once (write()).
+void h2_session::send_soon() {
+    if (send_posted_ || closed_) return;
+    send_posted_ = true;
+    asio::post(io(), [self = shared_from_this()] {
+        self->send_posted_ = false;
+        self->send();
+    });
 }
 
 void h2_session::flush() {

@@ -112,6 +112,7 @@ private:
                      std::optional<std::uint64_t> content_length, bool with_body);
     bool accept_status(h2_stream& st, unsigned status);
     void finish(h2_stream& st);
+    void recycle(h2_stream& st) noexcept;
     void record(const h2_stream& st);
     void reset_stream(h2_stream& st, std::uint32_t error_code);
     void resume(h2_stream& st);
@@ -132,6 +133,7 @@ private:
     // Takes nghttp2's output into the queue (up to the high-water mark)
     // and writes it.
     void send();
+    void send_soon();
     void flush();
     void on_writable(const boost::system::error_code& ec);
     // Closes once nothing more will be read or written.
@@ -165,6 +167,11 @@ private:
     static constexpr std::size_t max_skipped_ranges = 16;
     std::vector<std::pair<std::int32_t, std::int32_t>> skipped_;  // ids the client jumped over
 
+    static constexpr std::size_t max_spare_requests = 16;
+    std::vector<std::unique_ptr<http::detail::request_data>> spare_data_;
+    // The time of the current pass (a read fed to nghttp2, a send), for
+    // the per-stream clocks: one clock read per pass, not per frame.
+    clock::time_point now_{};
     std::unique_ptr<char[]> rbuf_;
     http::detail::output_queue out_;
 
@@ -183,6 +190,7 @@ private:
     bool tls_wants_write_ = false;
     bool write_wait_pending_ = false;
     bool sending_ = false;
+    bool send_posted_ = false;
     bool draining_ = false;
     bool goaway_sent_ = false;
     bool peer_eof_ = false;

@@ -21,6 +21,9 @@ struct cli_host {
     std::vector<std::string> command_prefix;
     // Printed after `m0 --help`: commands the host adds (the wheel's `m0 sdk`).
     std::string help_extra;
+    // Those commands' names (run by the host before the core sees them),
+    // named beside 'plugins' when a command is unknown.
+    std::vector<std::string> extra_commands;
 };
 
 // Parses argv (argv[0] is only a name) and serves, checks or lists plugins;

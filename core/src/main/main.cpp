@@ -159,10 +159,18 @@ int run_cli(int argc, char** argv, const cli_host& host) {
                          "--config FILE adds the file's plugins.path)\nTry 'm0 --help'.\n";
             return 2;
         }
+        std::vector<std::string> known = {"plugins"};
+        known.insert(known.end(), host.extra_commands.begin(), host.extra_commands.end());
         std::cerr << "m0: unknown command '" << commands[0] << "'";
-        if (m0::nearest_key(commands[0], {"plugins"})) std::cerr << " (did you mean 'plugins'?)";
-        std::cerr << ": the one command is 'plugins'; to serve, give --config FILE or --app module:callable"
-                     "\nTry 'm0 --help'.\n";
+        if (auto near = m0::nearest_key(commands[0], known)) std::cerr << " (did you mean '" << *near << "'?)";
+        if (known.size() == 1) {
+            std::cerr << ": the one command is 'plugins'";
+        } else {
+            std::cerr << ": the commands are";
+            for (std::size_t i = 0; i < known.size(); ++i)
+                std::cerr << (i == 0 ? " '" : i + 1 == known.size() ? " and '" : ", '") << known[i] << "'";
+        }
+        std::cerr << "; to serve, give --config FILE or --app module:callable\nTry 'm0 --help'.\n";
         return 2;
     }
     if (options.config_file.empty() && !vm.count("app")) {

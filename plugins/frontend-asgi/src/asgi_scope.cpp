@@ -70,7 +70,7 @@ bool scope_builder::init() {
         !intern(k_root_path_, "root_path") || !intern(k_headers_, "headers") || !intern(k_client_, "client") ||
         !intern(k_server_, "server") || !intern(k_extensions_, "extensions") || !intern(k_state_, "state") ||
         !intern(k_version, "version") || !intern(k_spec_version, "spec_version") || !intern(v_http, "http") ||
-        !intern(v_http10_, "1.0") || !intern(v_http11_, "1.1") || !intern(v_get_, "GET") || !intern(v_post_, "POST") ||
+        !intern(v_http10_, "1.0") || !intern(v_http11_, "1.1") || !intern(v_http2_, "2") || !intern(v_get_, "GET") || !intern(v_post_, "POST") ||
         !intern(v_https_, "https"))
         return false;
     k_scheme_ = k_scheme;
@@ -149,7 +149,7 @@ PyObject* scope_builder::address(const boost::asio::ip::tcp::endpoint& ep, boost
 bool scope_builder::fill(PyObject* d, const http::request& req, std::string_view path, PyObject* state,
                          PyObject* extensions) {
     return put(d, k_asgi_, PyDict_Copy(asgi_.get())) &&
-           put(d, k_http_version_, python::py_ref(req.version == 10 ? v_http10_ : v_http11_).release()) &&
+           put(d, k_http_version_, python::py_ref(req.version == 20 ? v_http2_ : req.version == 10 ? v_http10_ : v_http11_).release()) &&
            put(d, k_path_, utf8(path)) && put(d, k_raw_path_, bytes(req.path)) &&
            put(d, k_query_string_, bytes(req.query)) &&
            // The mount's prefix (script_name); `path` keeps it, as the spec asks.

@@ -51,7 +51,7 @@ private:
         k_tls_version_, k_cipher_suite_;
     python::py_ref k_pathsend_, k_trailers_, k_asgi_, k_http_version_, k_method_, k_path_, k_raw_path_, k_query_string_, k_root_path_,
         k_headers_, k_client_, k_server_, k_extensions_, k_state_;
-    python::py_ref v_http10_, v_http11_, v_get_, v_post_, k_scheme_, v_https_, v_wss_;
+    python::py_ref v_http10_, v_http11_, v_http2_, v_get_, v_post_, k_scheme_, v_https_, v_wss_;
     // Server addresses repeat on every request of a listener, client hosts
     // on every request of a peer (ports differ per connection).
     boost::asio::ip::tcp::endpoint server_ep_, client_ep_;

@@ -83,7 +83,7 @@ struct environ_builder::impl {
         k_input{intern("wsgi.input")}, k_uri{intern("RAW_URI")},
         k_script{intern("SCRIPT_NAME")}, k_url_scheme{intern("wsgi.url_scheme")}, k_https{intern("HTTPS")},
         k_cookie{intern("HTTP_COOKIE")};
-    py_ref http10{intern("HTTP/1.0")}, http11{intern("HTTP/1.1")}, empty{intern("")}, https{intern("https")},
+    py_ref http10{intern("HTTP/1.0")}, http11{intern("HTTP/1.1")}, http2{intern("HTTP/2")}, empty{intern("")}, https{intern("https")},
         on{intern("on")};
     // mod_ssl's keys, set on TLS connections only (request::tls).
     py_ref k_ssl_protocol{intern("SSL_PROTOCOL")}, k_ssl_cipher{intern("SSL_CIPHER")},
@@ -204,7 +204,7 @@ bool environ_builder::impl::make_template(environ_template& t, const http::reque
     const std::uint16_t server_port = f.https ? f.server_port : req.local.port();
     bool ok = put(k_method.get(), latin1(req.method)) && put(k_path.get(), latin1(f.path_info)) &&
               put(k_query.get(), latin1(req.query)) && put(k_uri.get(), latin1(req.target)) &&
-              put(k_protocol.get(), Py_NewRef(req.version == 10 ? http10.get() : http11.get())) &&
+              put(k_protocol.get(), Py_NewRef(req.version == 20 ? http2.get() : req.version == 10 ? http10.get() : http11.get())) &&
               put(k_server_name.get(), latin1(server_name)) && put(k_server_port.get(), latin1(port_str(server_port))) &&
               put(k_remote_addr.get(), latin1(remote_addr)) &&
               // Set per request (the template is shared by connections); a

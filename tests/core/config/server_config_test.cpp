@@ -1,3 +1,4 @@
+#include <optional>
 #include <filesystem>
 #include <thread>
 
@@ -384,6 +385,37 @@ BOOST_AUTO_TEST_CASE(a_listen_address_marked_proxy) {
     BOOST_TEST(listen_error("127.0.0.1:8001 proxi") ==
                "inline.yaml:2:11: server.listen: unknown listen option 'proxi' in '127.0.0.1:8001 proxi' (did you "
                "mean 'proxy'?)");
+}
+
+BOOST_AUTO_TEST_CASE(listeners_speak_http2_unless_marked_or_turned_off) {
+    const auto cfg = parse_text("server:\n  listen: ['127.0.0.1:8000', '127.0.0.1:8001 h1', '127.0.0.1:8002 tls h2']\n");
+    BOOST_TEST(cfg.http2.enabled);
+    BOOST_TEST(!cfg.listen[0].http2.has_value());
+    BOOST_TEST((cfg.listen[1].http2 == std::optional<bool>(false)));
+    BOOST_TEST((cfg.listen[2].http2 == std::optional<bool>(true)));
+    BOOST_TEST(cfg.listen[2].tls);
+    BOOST_TEST(listen_error("127.0.0.1:8001 h1 h2") ==
+               "inline.yaml:2:11: server.listen: '127.0.0.1:8001 h1 h2' is marked both h1 and h2: choose one");
+    BOOST_TEST(listen_error("127.0.0.1:8001 h3").find("unknown listen option 'h3'") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(the_http2_section) {
+    const auto cfg = parse_text(
+        "http2:\n  enabled: false\n  max_concurrent_streams: 8\n  initial_window_size: 1m\n"
+        "  max_header_list_size: 16k\n  ping_interval: 0s\n  reset_burst: 10\n");
+    BOOST_TEST(!cfg.http2.enabled);
+    BOOST_TEST(cfg.http2.max_concurrent_streams == 8u);
+    BOOST_TEST(cfg.http2.initial_window_size == 1024u * 1024u);
+    BOOST_TEST(cfg.http2.max_header_list_size == 16u * 1024u);
+    BOOST_TEST(cfg.http2.ping_interval.count() == 0);
+    BOOST_TEST(cfg.http2.reset_burst == 10u);
+    BOOST_TEST(cfg.http2.reset_rate == 50u);  // the default
+    BOOST_TEST(error_of([] { parse_text("http2:\n  max_frame_size: 1k\n"); }) ==
+               "inline.yaml:2:19: http2.max_frame_size: expected at least 16384 bytes, found 1024");
+    BOOST_TEST(error_of([] { parse_text("http2:\n  max_concurrent_streams: 0\n"); })
+                   .find("http2.max_concurrent_streams") != std::string::npos);
+    BOOST_TEST(error_of([] { parse_text("http2:\n  max_streams: 5\n"); }).find("max_concurrent_streams") !=
+               std::string::npos);  // the nearest key is suggested
 }
 
 BOOST_AUTO_TEST_SUITE_END()

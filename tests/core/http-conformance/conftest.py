@@ -1,5 +1,6 @@
 """Shared servers for the conformance table: m0 serving the `reflect`
-frontend with the engine's default limits or with small ones."""
+frontend with the engine's default limits or with small ones (and HTTP/2
+off: its preface is then a malformed HTTP/1.1 request)."""
 import pytest
 
 import m0test
@@ -21,7 +22,8 @@ def reflect_servers():
 
     def get(name):
         if name not in servers:
-            servers[name] = m0test.Server(reflect_config(LIMITS[name])).start()
+            http2 = {"enabled": "false"} if name == "small" else None
+            servers[name] = m0test.Server(reflect_config(LIMITS[name], http2)).start()
         server = servers[name]
         assert server.proc.poll() is None, f"m0 ({name}) died:\n{server.output()}"
         return server

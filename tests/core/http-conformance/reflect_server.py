@@ -7,10 +7,12 @@ import m0test
 REFLECT_PLUGIN_DIR = os.path.join(m0test.BUILD_DIR, "test-plugins-conformance")
 
 
-def reflect_config(http=None):
-    """YAML text: the reflect frontend, with `http:` keys from the dict `http`."""
+def reflect_config(http=None, http2=None):
+    """YAML text: the reflect frontend, with `http:` keys from the dict `http`
+    and `http2:` keys from the dict `http2`."""
     lines = ["plugins:", f"  path: [{REFLECT_PLUGIN_DIR!r}]", "frontend:", "  type: reflect"]
-    if http:
-        lines.append("http:")
-        lines += [f"  {k}: {v}" for k, v in http.items()]
+    for section, keys in (("http", http), ("http2", http2)):
+        if keys:
+            lines.append(f"{section}:")
+            lines += [f"  {k}: {v}" for k, v in keys.items()]
     return "\n".join(lines) + "\n"

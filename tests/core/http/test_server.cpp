@@ -224,14 +224,15 @@ void test_handler::on_request(exchange_ptr ex) {
     }
 }
 
-test_server::test_server(m0::http_limits limits)
-    : work_(asio::make_work_guard(io_)), limits_(limits), listener_(io_) {
+test_server::test_server(m0::http_limits limits, std::shared_ptr<const m0::http::client_policy> policy)
+    : work_(asio::make_work_guard(io_)), limits_(limits), policy_(std::move(policy)), listener_(io_) {
     port_ = listener_.local_endpoint().port();
     ctx_.io = &io_;
     ctx_.listeners.push_back(&listener_);
     ctx_.stats = &stats_;
     handler_.stats = &stats_;
     ctx_.limits = &limits_;
+    ctx_.client_policy = policy_.get();
     thread_ = std::thread([this] { io_.run(); });
     run_on_worker([this] { m0::http::serve(ctx_, handler_); });
 }

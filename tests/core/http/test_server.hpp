@@ -91,7 +91,8 @@ public:
 
 class test_server {
 public:
-    explicit test_server(m0::http_limits limits = {});
+    // policy: listeners' PROXY/TLS/HTTP/2 settings (null: plain HTTP/1.1).
+    explicit test_server(m0::http_limits limits = {}, std::shared_ptr<const m0::http::client_policy> policy = nullptr);
     ~test_server();
 
     std::uint16_t port() const { return port_; }
@@ -106,6 +107,7 @@ private:
     boost::asio::io_context io_{1};
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
     m0::http_limits limits_;
+    std::shared_ptr<const m0::http::client_policy> policy_;
     m0::reactor_stats stats_;
     test_listener listener_;
     test_handler handler_;
