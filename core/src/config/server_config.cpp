@@ -316,7 +316,7 @@ void parse_http(const config_node& http, http_limits& out, config_errors& errors
 
 void parse_http2(const config_node& h2, http2::settings& out, config_errors& errors) {
     errors.check([&] {
-        h2.allow_keys({"enabled", "max_concurrent_streams", "initial_window_size", "max_frame_size",
+        h2.allow_keys({"enabled", "websocket", "max_concurrent_streams", "initial_window_size", "max_frame_size",
                        "max_header_list_size", "max_header_count", "ping_interval", "ping_timeout",
                        "max_requests_per_connection", "reset_burst", "reset_rate"});
     });
@@ -334,6 +334,7 @@ void parse_http2(const config_node& h2, http2::settings& out, config_errors& err
         errors.check([&] { field = millis(h2.duration(key, field)); });
     };
     errors.check([&] { out.enabled = h2.boolean("enabled", out.enabled); });
+    errors.check([&] { out.websocket = h2.boolean("websocket", out.websocket); });
     count32("max_concurrent_streams", out.max_concurrent_streams, 1, 100000);
     // RFC 9113 6.5.2: the window at most 2^31-1, a frame 16 KiB to 16 MiB - 1.
     size32("initial_window_size", out.initial_window_size, 0, 0x7fffffff);

@@ -58,8 +58,10 @@ void h2_exchange::when_drained(std::size_t below, std::function<void()> fn) {
     session_->when_drained(*stream_, below, std::move(fn));
 }
 
+// An extended CONNECT has no body: what follows it on the stream is the
+// WebSocket's, read through the byte stream after upgrade().
 void h2_exchange::read_body(std::size_t max_bytes, http::body_handler fn) {
-    if (stream_->streamed) {
+    if (stream_->streamed && !stream_->websocket) {
         session_->read_body(*stream_, max_bytes, std::move(fn));
         return;
     }
@@ -67,11 +69,21 @@ void h2_exchange::read_body(std::size_t max_bytes, http::body_handler fn) {
 }
 
 bool h2_exchange::body_pending() const {
-    return stream_->streamed && !stream_->finished && !(stream_->body_done && stream_->inbound.empty());
+    return stream_->streamed && !stream_->websocket && !stream_->finished && !(stream_->body_done && stream_->inbound.empty());
 }
 
 void h2_exchange::on_client_gone(std::function<void()> fn) { session_->on_client_gone(*stream_, std::move(fn)); }
 
 void h2_exchange::on_drain(std::function<void()> fn) { session_->on_drain(*stream_, std::move(fn)); }
+
+void h2_byte_stream::write(std::string data) {
+    if (data.empty()) return;
+    session_->stream_write(*stream_, [&] { stream_->out.push(std::move(data)); });
+}
+
+void h2_byte_stream::write_shared(std::shared_ptr<const std::string> data) {
+    if (!data || data->empty()) return;
+    session_->stream_write(*stream_, [&] { stream_->out.push_shared(std::move(data)); });
+}
 
 }  // namespace m0::http2

@@ -228,8 +228,10 @@ void h2_session::start(std::string_view first_bytes) {
         {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, config_.max_frame_size},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, config_.max_header_list_size},
         {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+        {NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1},
     };
-    nghttp2_submit_settings(ng_, NGHTTP2_FLAG_NONE, entries, std::size(entries));
+    // The last entry only when WebSocket over HTTP/2 is on.
+    nghttp2_submit_settings(ng_, NGHTTP2_FLAG_NONE, entries, std::size(entries) - (config_.websocket ? 0 : 1));
     arm_timer();
     if (!first_bytes.empty()) {
         if (recorder_) recorder_->bytes_in(first_bytes.size());
@@ -315,6 +317,7 @@ int h2_session::on_header(std::int32_t stream_id, bool trailer, std::string_view
         else if (name == ":path") st->path = at;
         else if (name == ":authority") st->authority = at;
         else if (name == ":scheme") st->scheme = at;
+        else if (name == ":protocol") st->protocol = at;
         return 0;  // nghttp2 has checked the pseudo-header set
     }
     st->fields.push_back(at);
@@ -359,10 +362,28 @@ bool h2_session::make_request(h2_stream& st) {
     const auto value_of = [&](const h2_stream::field_at& f) {
         return std::string_view(head).substr(f.value, f.value_size);
     };
-    // CONNECT (no :path) is for tunnels, which m0 does not offer.
+    // CONNECT (no :path) is for tunnels, which m0 does not offer; an
+    // extended CONNECT (RFC 8441) opens a WebSocket.
     if (!st.method || !st.path) return false;
     auto& req = d.req;
     req.method = value_of(*st.method);
+    if (req.method == "CONNECT") {
+        if (!st.protocol || value_of(*st.protocol) != "websocket") return false;
+        // Shown to the handler as the HTTP/1.1 handshake it knows (RFC 8441
+        // 5: the same Sec-WebSocket-Version, protocols, extensions; the key
+        // and its accept belong to HTTP/1.1 only, so one is made up here).
+        st.websocket = true;
+        for (auto [name, value] : {std::pair<std::string_view, std::string_view>{"upgrade", "websocket"},
+                                   {"connection", "upgrade"},
+                                   {"sec-websocket-key", "AAAAAAAAAAAAAAAAAAAAAA=="}}) {
+            st.fields.push_back({static_cast<std::uint32_t>(head.size()), static_cast<std::uint32_t>(name.size()),
+                                 static_cast<std::uint32_t>(head.size() + name.size()),
+                                 static_cast<std::uint32_t>(value.size())});
+            head.append(name);
+            head.append(value);
+        }
+        req.method = "GET";
+    }
     req.target = value_of(*st.path);
     const auto q = req.target.find('?');
     req.path = req.target.substr(0, q);
@@ -408,7 +429,7 @@ void h2_session::head_ready(h2_stream& st) {
         request_complete(st);
         return;
     }
-    if (server_->app().stream_body(st.data->req)) {
+    if (st.websocket || server_->app().stream_body(st.data->req)) {
         st.streamed = true;
         if (auto expect = st.data->req.header("expect")) st.continue_owed = http::ascii_iequals(*expect, "100-continue");
         request_complete(st);
@@ -418,6 +439,10 @@ void h2_session::head_ready(h2_stream& st) {
 
 // Dispatches a streamed request at its head, a whole one at its end.
 void h2_session::request_complete(h2_stream& st) {
+    if (st.upgraded) {
+        deliver_stream_read(st);  // the client ended its side of the WebSocket
+        return;
+    }
     if (st.dispatched || st.waiting) {
         serve_pull(st);  // the end of a streamed body
         return;
@@ -469,6 +494,15 @@ int h2_session::on_data(std::int32_t stream_id, const std::uint8_t* data, std::s
     if (!st) return 0;
     st->last_input = now_;
     st->body_received += len;
+    if (st->upgraded) {
+        if (!st->gone && !st->ended) {
+            st->inbound.append(reinterpret_cast<const char*>(data), len);
+            deliver_stream_read(*st);
+        } else {
+            nghttp2_session_consume_stream(ng_, stream_id, len);
+        }
+        return 0;
+    }
     if (st->finished || st->released || st->gone) {
         nghttp2_session_consume_stream(ng_, stream_id, len);  // nobody reads it any more
         return 0;
@@ -525,8 +559,9 @@ void h2_session::on_frame_sent(std::uint8_t type, std::uint8_t flags, std::int32
     if ((type == NGHTTP2_HEADERS || type == NGHTTP2_DATA) && (flags & NGHTTP2_FLAG_END_STREAM)) {
         // The response is complete while the request body still comes:
         // RFC 9113 8.1 lets the server stop it with NO_ERROR.
+        // A WebSocket's client ends its side after the close handshake.
         h2_stream* st = find(stream_id);
-        if (st && !st->body_done) reset_stream(*st, NGHTTP2_NO_ERROR);
+        if (st && !st->body_done && !st->upgraded) reset_stream(*st, NGHTTP2_NO_ERROR);
     }
 }
 
@@ -843,6 +878,9 @@ void h2_session::mark_gone(h2_stream& st) {
     for (auto& fn : st.gone_fns) asio::post(io(), std::move(fn));
     st.gone_fns.clear();
     fail_pull(st, asio::error::connection_reset);
+    if (st.stream_read)
+        asio::post(io(), [fn = std::move(st.stream_read)] { fn(asio::error::connection_reset, {}); });
+    st.stream_read = nullptr;
     notify_drained(st);
 }
 
@@ -906,6 +944,89 @@ void h2_session::released(h2_stream& st) noexcept {
     if (st.closed) recycle(st);
     if (closed_) return;
     dispatch_waiting();
+    send_soon();
+}
+
+// ---------------------------------------------------------------- WebSocket over HTTP/2
+
+std::shared_ptr<http::byte_stream> h2_session::upgrade(const std::shared_ptr<h2_stream>& sp,
+                                                       const std::vector<response_header>& headers) {
+    h2_stream& st = *sp;
+    if (!st.websocket || st.begun || st.finished || st.gone || st.closed || closed_ || draining_) return nullptr;
+    // RFC 8441 5: 200 instead of 101; the HTTP/1.1 handshake's own fields
+    // (Upgrade, Connection, Sec-WebSocket-Accept) have no place in it.
+    std::vector<response_header> kept;
+    for (const auto& h : headers)
+        if (!http::ascii_iequals(h.name, "Sec-WebSocket-Accept") && !http::ascii_iequals(h.name, "Upgrade"))
+            kept.push_back(h);
+    submit_head(st, 200, &kept, std::nullopt, true);
+    st.upgraded = true;
+    finish(st);  // the exchange is done; the stream lives on as the byte stream
+    send_soon();
+    return std::make_shared<h2_byte_stream>(shared_from_this(), sp);
+}
+
+void h2_session::stream_read(h2_stream& st, http::byte_stream::read_handler fn) {
+    error_code refuse;
+    if (st.ended || closed_)
+        refuse = asio::error::operation_aborted;
+    else if (st.gone)
+        refuse = asio::error::connection_reset;
+    else if (st.stream_read)
+        refuse = asio::error::already_started;
+    if (refuse) {
+        asio::post(io(), [fn = std::move(fn), refuse] { fn(refuse, {}); });
+        return;
+    }
+    st.stream_read = std::move(fn);
+    deliver_stream_read(st);
+}
+
+void h2_session::deliver_stream_read(h2_stream& st) {
+    if (!st.stream_read) return;
+    if (!st.inbound.empty()) {
+        std::string data = std::move(st.inbound);
+        st.inbound.clear();
+        // The client may send as much again once this is read.
+        if (!st.closed && !closed_) {
+            nghttp2_session_consume_stream(ng_, st.id, data.size());
+            send_soon();
+        }
+        asio::post(io(), [fn = std::move(st.stream_read), data = std::move(data)] { fn({}, data); });
+        st.stream_read = nullptr;
+        return;
+    }
+    if (st.body_done) {
+        asio::post(io(), [fn = std::move(st.stream_read)] { fn(asio::error::eof, {}); });
+        st.stream_read = nullptr;
+    }
+}
+
+void h2_session::stream_write(h2_stream& st, const std::function<void()>& push) {
+    if (stream_closed(st) || closed_) return;
+    push();
+    resume(st);
+    send();
+}
+
+void h2_session::stream_on_drain(h2_stream& st, std::function<void()> fn) {
+    if (closed_ || stream_closed(st)) return;
+    if (draining_)
+        asio::post(io(), std::move(fn));
+    else
+        st.drain_fns.push_back(std::move(fn));
+}
+
+// What is queued goes out, then END_STREAM; the client answers with its
+// own (or the engine resets the stream for it: on_frame_sent).
+void h2_session::stream_close(h2_stream& st) {
+    if (stream_closed(st) || closed_) return;
+    st.ended = true;
+    st.drain_fns.clear();
+    if (st.stream_read)
+        asio::post(io(), [fn = std::move(st.stream_read)] { fn(asio::error::operation_aborted, {}); });
+    st.stream_read = nullptr;
+    resume(st);
     send_soon();
 }
 

@@ -85,6 +85,17 @@ public:
     void on_drain(h2_stream& st, std::function<void()> fn);
     // The exchange is being destroyed.
     void released(h2_stream& st) noexcept;
+    // RFC 8441: answers an extended CONNECT's handshake with 200 and hands
+    // the stream over as a byte stream; null for any other request.
+    std::shared_ptr<http::byte_stream> upgrade(const std::shared_ptr<h2_stream>& st,
+                                               const std::vector<http::response_header>& headers);
+
+    // Called by h2_byte_stream.
+    void stream_read(h2_stream& st, http::byte_stream::read_handler fn);
+    void stream_write(h2_stream& st, const std::function<void()>& push);
+    void stream_on_drain(h2_stream& st, std::function<void()> fn);
+    void stream_close(h2_stream& st);
+    bool stream_closed(const h2_stream& st) const noexcept { return st.ended || client_gone(st); }
 
     // nghttp2 callbacks (h2_session.cpp), public for the C trampolines.
     int on_begin_headers_frame(std::int32_t stream_id);
@@ -117,6 +128,7 @@ private:
     void reset_stream(h2_stream& st, std::uint32_t error_code);
     void resume(h2_stream& st);
     void serve_pull(h2_stream& st);
+    void deliver_stream_read(h2_stream& st);
     void fail_pull(h2_stream& st, boost::system::error_code ec);
     void mark_gone(h2_stream& st);
     void notify_drained(h2_stream& st);

@@ -32,7 +32,7 @@ struct h2_stream {
         std::uint32_t name, name_size, value, value_size;
     };
     std::vector<field_at> fields;
-    std::optional<field_at> method, path, authority, scheme;
+    std::optional<field_at> method, path, authority, scheme, protocol;
     std::string cookies;                  // cookie fields, joined with "; "
     std::uint32_t header_bytes = 0;       // decoded, as SETTINGS_MAX_HEADER_LIST_SIZE counts them
     std::uint32_t header_count = 0;
@@ -51,6 +51,13 @@ struct h2_stream {
     };
     body_pull pull;
     clock::time_point last_input{};
+
+    // WebSocket over HTTP/2 (RFC 8441): an extended CONNECT, shown to the
+    // handler as an HTTP/1.1-style handshake; after upgrade() the stream's
+    // DATA are the WebSocket's bytes both ways.
+    bool websocket = false;
+    bool upgraded = false;
+    http::byte_stream::read_handler stream_read;
 
     // Exchange.
     bool dispatched = false;  // handed to the handler

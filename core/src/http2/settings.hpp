@@ -9,6 +9,9 @@ namespace m0::http2 {
 
 struct settings {
     bool enabled = true;                          // listeners speak h2 unless marked `h1`
+    // WebSocket over HTTP/2 (RFC 8441, extended CONNECT) announced to
+    // clients; off: browsers open their WebSockets over HTTP/1.1.
+    bool websocket = false;
     std::uint32_t max_concurrent_streams = 100;   // SETTINGS_MAX_CONCURRENT_STREAMS; also running handlers
     std::uint32_t initial_window_size = 65535;    // per stream: request body bytes in flight before the app reads
     std::uint32_t max_frame_size = 16384;         // largest frame the client may send
