@@ -198,7 +198,10 @@ h2_session::h2_session(std::shared_ptr<http::detail::server> owner, asio::ip::tc
     // Windows are granted as handlers read (nghttp2_session_consume).
     nghttp2_option_set_no_auto_window_update(opt, 1);
     nghttp2_option_set_max_continuations(opt, 8);
-    nghttp2_option_set_stream_reset_rate_limit(opt, config_.reset_burst, config_.reset_rate);
+    // The client's resets spend the connection's budget (on_frame_recv),
+    // which ends it with ENHANCE_YOUR_CALM, counted; nghttp2's own limiter
+    // (INTERNAL_ERROR) stays behind it as a backstop, at twice the numbers.
+    nghttp2_option_set_stream_reset_rate_limit(opt, 2ull * config_.reset_burst, 2ull * config_.reset_rate);
     nghttp2_option_set_max_outbound_ack(opt, 1000);
     nghttp2_option_set_max_settings(opt, 32);
     nghttp2_session_server_new2(&ng_, callbacks(), this, opt);
@@ -329,6 +332,10 @@ int h2_session::on_frame_recv(std::uint8_t type, std::uint8_t flags, std::int32_
         ping_sent_ = clock::time_point::max();
         return 0;
     }
+    if (type == NGHTTP2_RST_STREAM) {
+        charge_abuse();  // rapid reset (CVE-2023-44487) spends the same budget
+        return 0;
+    }
     if (type != NGHTTP2_HEADERS && type != NGHTTP2_DATA) return 0;
     h2_stream* st = find(stream_id);
     if (!st) return 0;
@@ -429,12 +436,23 @@ void h2_session::head_ready(h2_stream& st) {
         request_complete(st);
         return;
     }
+    const auto expect = st.data->req.header("expect");
+    const bool owe_continue = expect && http::ascii_iequals(*expect, "100-continue");
     if (st.websocket || server_->app().stream_body(st.data->req)) {
         st.streamed = true;
-        if (auto expect = st.data->req.header("expect")) st.continue_owed = http::ascii_iequals(*expect, "100-continue");
+        st.continue_owed = owe_continue;  // sent at the handler's first pull
         request_complete(st);
+        return;
     }
-    // Otherwise the body is read whole first (on_data, then request_complete).
+    // Otherwise the body is read whole first (on_data, then request_complete):
+    // a client waiting for 100 Continue is told to send it now.
+    if (owe_continue) send_continue(st);
+}
+
+void h2_session::send_continue(h2_stream& st) {
+    field_list fields;
+    fields.add_literal(":status", "100");
+    nghttp2_submit_headers(ng_, NGHTTP2_FLAG_NONE, st.id, nullptr, fields.data(), fields.size(), nullptr);
 }
 
 // Dispatches a streamed request at its head, a whole one at its end.
@@ -608,9 +626,7 @@ void h2_session::read_body(h2_stream& st, std::size_t max_bytes, http::body_hand
     st.pull = {std::max<std::size_t>(max_bytes, 1), std::move(fn)};
     if (st.continue_owed) {
         st.continue_owed = false;
-        field_list fields;
-        fields.add_literal(":status", "100");
-        nghttp2_submit_headers(ng_, NGHTTP2_FLAG_NONE, st.id, nullptr, fields.data(), fields.size(), nullptr);
+        send_continue(st);
     }
     st.last_input = clock::now();  // the body timeout runs from the pull
     serve_pull(st);
@@ -1119,6 +1135,7 @@ void h2_session::on_read(const error_code& ec, std::size_t n) {
         // The client sends no more. Like an HTTP/1.1 half-close it still
         // reads: open streams are answered, then the connection closes.
         peer_eof_ = true;
+        reset_unfinishable();
         maybe_finish();
         return;
     }
@@ -1205,6 +1222,24 @@ void h2_session::maybe_finish() {
     const bool done = (!nghttp2_session_want_read(ng_) && !nghttp2_session_want_write(ng_)) ||
                       (peer_eof_ && quiet) || (draining_ && goaway_sent_ && quiet);
     if (done) start_linger();
+}
+
+bool h2_session::unfinishable(const h2_stream& st) const {
+    if (!peer_eof_) return false;
+    if (!st.body_done && !st.finished) return true;  // an answer made already still goes out
+    return !st.out.empty() && (nghttp2_session_get_stream_remote_window_size(ng_, st.id) <= 0 ||
+                               nghttp2_session_get_remote_window_size(ng_) <= 0);
+}
+
+void h2_session::reset_unfinishable() {
+    std::vector<stream_ptr> stuck;
+    for (auto& [id, st] : streams_)
+        if (unfinishable(*st)) stuck.push_back(st);
+    for (auto& st : stuck) {
+        reset_stream(*st, NGHTTP2_CANCEL);
+        mark_gone(*st);
+    }
+    if (!stuck.empty()) send();
 }
 
 // Half-close, then read until the client closes (or a short timeout), so
@@ -1312,7 +1347,8 @@ void h2_session::on_timer(const error_code& ec) {
     std::vector<stream_ptr> stalled, slow_body;
     bool slow_head = false;
     for (auto& [id, st] : streams_) {
-        if (!st->out.empty() && expired(st->last_output, limits_.write_timeout)) stalled.push_back(st);
+        if (!st->out.empty() && (expired(st->last_output, limits_.write_timeout) || unfinishable(*st)))
+            stalled.push_back(st);
         else if (!st->head_done && expired(st->last_input, limits_.header_timeout)) slow_head = true;
         else if (st->head_done && !st->body_done && !st->finished && (st->pull.fn || !st->dispatched) &&
                  expired(st->last_input, limits_.body_timeout))

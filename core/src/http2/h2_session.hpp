@@ -150,6 +150,12 @@ private:
     void on_writable(const boost::system::error_code& ec);
     // Closes once nothing more will be read or written.
     void maybe_finish();
+    void send_continue(h2_stream& st);  // the interim 100 of Expect: 100-continue
+    // After the client's EOF neither WINDOW_UPDATE nor DATA can come: a
+    // stream whose output waits for window, or whose request body is not
+    // whole, would never end (its handler learns the client is gone).
+    bool unfinishable(const h2_stream& st) const;
+    void reset_unfinishable();
     void start_linger();
     void close();
 

@@ -20,10 +20,9 @@ struct settings {
     std::chrono::milliseconds ping_interval{60000};  // PING a connection this quiet (0: never)
     std::chrono::milliseconds ping_timeout{20000};   // and close it when no answer comes within this
     std::uint32_t max_requests_per_connection = 0;   // then GOAWAY (0: unlimited)
-    // Resets the server has to send and invalid frames it receives, per
-    // connection: a burst of reset_burst, refilled at reset_rate per second;
-    // beyond it, GOAWAY ENHANCE_YOUR_CALM. The client's own resets (rapid
-    // reset) are limited alike.
+    // The client's resets, resets the server has to send, invalid frames
+    // and rejected requests, per connection: a burst of reset_burst,
+    // refilled at reset_rate per second; beyond it, GOAWAY ENHANCE_YOUR_CALM.
     std::uint32_t reset_burst = 200;
     std::uint32_t reset_rate = 50;
 };
