@@ -14,6 +14,8 @@ function(m0_add_plugin target)
     message(FATAL_ERROR "m0_add_plugin(${target}): KIND and NAME are required")
   endif()
   add_library(${target} MODULE ${P_SOURCES})
+  # In-tree: the `serving` target builds every plugin (top-level CMakeLists.txt).
+  set_property(GLOBAL APPEND PROPERTY M0_PLUGIN_TARGETS ${target})
   set_target_properties(${target} PROPERTIES
     PREFIX ""
     OUTPUT_NAME "m0-${P_KIND}-${P_NAME}"

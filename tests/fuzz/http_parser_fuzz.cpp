@@ -19,45 +19,31 @@
 //     answer depends on the path (inline, deferred, streamed, aborted,
 //     dropped, bodiless, large...). The io_context is polled, never run with
 //     waits; a timer fires only where the timing byte lets the clock pass
-//     its deadline.
+//     its deadline (engine_harness.hpp, shared with http2_fuzz).
 // Crashes, leaks, sanitizer reports and an answer that does not parse as
 // HTTP/1.1 responses (response_oracle) fail the run.
-#include <fcntl.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
 
 #include <m0/http.hpp>
 #include <m0/log.hpp>
-#include <m0/reactor.hpp>
 
-#include "http/char_class.hpp"
-#include "http/request_parser.hpp"
+#include "engine_harness.hpp"
+#include "http1/char_class.hpp"
+#include "http1/request_parser.hpp"
 
 namespace {
 
-namespace asio = boost::asio;
+using m0::fuzz::check;
+using m0::fuzz::splitter;
 using m0::http::detail::parse_status;
 using m0::http::detail::request_data;
 using m0::http::detail::request_parser;
-
-void check(bool ok) {
-    if (!ok) std::abort();
-}
 
 m0::http_limits limits_for(std::uint8_t control) {
     m0::http_limits limits;
@@ -70,25 +56,6 @@ m0::http_limits limits_for(std::uint8_t control) {
     }
     return limits;
 }
-
-// Split sizes from a small PRNG seeded by the control byte: bits 1-3 give
-// the largest piece (0: everything at once), bits 4-7 the seed.
-class splitter {
-public:
-    explicit splitter(std::uint8_t control)
-        : max_((control >> 1) & 7 ? std::size_t{1} << ((control >> 1) & 7) : 0), state_(0x9e3779b9u ^ (control >> 4)) {}
-    std::size_t next(std::size_t left) {
-        if (max_ == 0) return left;
-        state_ ^= state_ << 13;
-        state_ ^= state_ >> 17;
-        state_ ^= state_ << 5;
-        return std::min<std::size_t>(left, 1 + state_ % max_);
-    }
-
-private:
-    std::size_t max_;
-    std::uint32_t state_;
-};
 
 bool inside(std::string_view v, const std::string& owner) {
     return v.empty() || (v.data() >= owner.data() && v.data() + v.size() <= owner.data() + owner.size());
@@ -159,85 +126,10 @@ void fuzz_parser(std::uint8_t control, const char* data, std::size_t size) {
 
 // Pass 2: a session of the engine over a socketpair.
 
-class pair_listener final : public m0::listener {
-public:
-    pair_listener(asio::io_context& io, int fd) : io_(io), fd_(fd) {}
-    ~pair_listener() override {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    void async_accept(accept_handler handler) override {
-        if (fd_ < 0) {
-            held_ = std::move(handler);  // one connection only; released at teardown
-            return;
-        }
-        asio::ip::tcp::socket socket(io_);
-        boost::system::error_code ec;
-        socket.assign(asio::ip::tcp::v4(), fd_, ec);
-        if (ec) std::abort();
-        fd_ = -1;
-        asio::post(io_, [h = std::move(handler), s = std::move(socket)]() mutable { h({}, std::move(s)); });
-    }
-    asio::ip::tcp::endpoint local_endpoint() const override { return {}; }
-    void release() { held_ = nullptr; }
-
-private:
-    asio::io_context& io_;
-    int fd_;
-    accept_handler held_;
-};
-
 // Answers by the path's second byte, to reach every response path.
 class fuzz_handler final : public m0::http::handler {
 public:
-    void on_request(m0::http::exchange_ptr ex) override {
-        const auto& r = ex->req();
-        const char kind = r.path.size() > 1 ? r.path[1] : '-';
-        switch (kind) {
-        case 's':  // streamed, chunked (close-delimited on HTTP/1.0)
-            ex->begin(200, {{"X-Kind", "stream"}}, std::nullopt);
-            ex->write("part one,");
-            ex->write(std::string(r.body));
-            ex->end();
-            break;
-        case 'l':  // streamed with its length
-            ex->begin(200, {}, r.body.size() + 2);
-            ex->write("<<");
-            ex->write(std::string(r.body));
-            ex->end();
-            break;
-        case 'a':  // error mid-body
-            ex->begin(200, {}, std::nullopt);
-            ex->write("partial");
-            ex->abort();
-            break;
-        case 'w':  // more than announced
-            ex->begin(200, {}, 3);
-            ex->write("toolong");
-            ex->end();
-            break;
-        case 'u':  // fewer than announced
-            ex->begin(200, {}, 30);
-            ex->write("short");
-            ex->end();
-            break;
-        case 'd':  // answered later, from the reactor
-            asio::post(ex->io(), [ex] { ex->respond(200, {}, "later"); });
-            break;
-        case 'x':  // dropped without an answer: the engine answers 500
-            break;
-        case 'b':  // more than the socket buffers hold: the write timeout's path
-            ex->begin(200, {}, std::nullopt);
-            for (int i = 0; i < 4; ++i) ex->write(std::string(64 * 1024, 'b'));
-            ex->end();
-            break;
-        case 'n': ex->respond(204, {}, "dropped body"); break;
-        case 'm': ex->respond(304, {}, "dropped body"); break;
-        case 'f':  // the engine owns framing and must drop these
-            ex->respond(200, {{"Content-Length", "99"}, {"Transfer-Encoding", "chunked"}, {"Bad", "a\r\nb"}}, "x");
-            break;
-        default: ex->respond(200, {{"Content-Type", "text/plain"}}, std::string(r.body)); break;
-        }
-    }
+    void on_request(m0::http::exchange_ptr ex) override { m0::fuzz::answer_by_kind(ex, m0::fuzz::kind_of(ex->req())); }
 };
 
 // The answer must parse, whole, as HTTP/1.1 responses one after the other
@@ -351,126 +243,11 @@ private:
     std::size_t pos_ = 0;
 };
 
-void read_all(int fd, std::string& out) {
-    char buf[16384];
-    for (;;) {
-        const ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n <= 0) return;
-        if (out.size() < (1u << 20)) out.append(buf, static_cast<std::size_t>(n));
-    }
-}
-
-// Timeouts of the timing byte's bit 0, and how long the harness lets the
-// clock run for them to pass: short, because each pause costs the fuzzer
-// runs (a timer that fires earlier than asked, on a slow pass, is a timing
-// the engine must survive as well). At most max_pauses per input.
-constexpr std::chrono::milliseconds short_timeout{1};
-constexpr std::chrono::microseconds timer_pause{1500};
-constexpr int max_pauses = 3;
-
-class session_driver {
-public:
-    session_driver(asio::io_context& io, int client, std::uint8_t timing)
-        : io_(io), client_(client), timing_(timing) {}
-
-    // Runs what is ready; the client reads what arrived unless it stopped.
-    void settle() {
-        for (int i = 0; i < 64; ++i) {
-            if (reading_) read_all(client_, received_);
-            if (io_.poll() == 0) break;
-            io_.restart();
-        }
-        if (reading_) read_all(client_, received_);
-    }
-
-    // With short timeouts: lets the clock pass them, then runs the timers.
-    void let_timers_fire() {
-        if (!(timing_ & 1) || pauses_ == max_pauses) return;
-        ++pauses_;
-        std::this_thread::sleep_for(timer_pause);
-        settle();
-    }
-
-    void send(const char* data, std::size_t size, std::uint8_t control) {
-        splitter split(control);
-        std::size_t sent = 0;
-        for (unsigned piece = 0; sent < size; ++piece) {
-            if (piece < 4 && (timing_ >> (1 + piece)) & 1) let_timers_fire();
-            if (piece == 0 && (timing_ & 0x20)) reading_ = false;  // until the end
-            const std::size_t n = split.next(size - sent);
-            std::size_t done = 0;
-            while (done < n) {
-                const ssize_t w = ::send(client_, data + sent + done, n - done, MSG_NOSIGNAL);
-                if (w <= 0) break;  // closed by the server, or its buffer is full
-                done += static_cast<std::size_t>(w);
-            }
-            settle();
-            if (done < n) break;
-            sent += n;
-        }
-        if (!reading_) let_timers_fire();  // a response blocked on the client
-        if (timing_ & 0x80) let_timers_fire();
-    }
-
-    std::string finish() {
-        reading_ = true;
-        settle();
-        return std::move(received_);
-    }
-
-private:
-    asio::io_context& io_;
-    const int client_;
-    const std::uint8_t timing_;
-    bool reading_ = true;
-    int pauses_ = 0;
-    std::string received_;
-};
-
 void fuzz_session(std::uint8_t control, std::uint8_t timing, const char* data, std::size_t size) {
-    int fds[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) std::abort();
-    const int client = fds[0];
-    ::fcntl(client, F_SETFL, O_NONBLOCK);
-    std::string received;
-    {
-        auto limits = limits_for(control);
-        if (timing & 1)
-            limits.header_timeout = limits.body_timeout = limits.write_timeout = limits.keepalive_timeout =
-                short_timeout;
-        m0::reactor_stats stats;
-        asio::io_context io(1);
-        pair_listener listener(io, fds[1]);
-        fuzz_handler handler;
-        m0::reactor_context ctx;
-        ctx.io = &io;
-        ctx.listeners.push_back(&listener);
-        ctx.stats = &stats;
-        ctx.limits = &limits;
-        m0::http::serve(ctx, handler);
-        session_driver driver(io, client, timing);
-        driver.settle();
-        driver.send(data, size, control);
-        if (control & 0x80) {
-            ::shutdown(client, SHUT_WR);  // the client's EOF path
-            driver.settle();
-        }
-        if (timing & 0x40) {
-            // A drain: idle connections close, a request in flight may finish.
-            ctx.run_drain_hooks();
-            driver.settle();
-            driver.let_timers_fire();
-        }
-        received = driver.finish();
-        ctx.run_force_close_hooks();
-        listener.release();
-        io.restart();
-        io.run();
-        check(stats.live_connections.load() == 0);
-        check(stats.in_flight.load() == 0);
-        read_all(client, received);
-    }
-    ::close(client);
+    m0::fuzz::session_setup setup;
+    setup.limits = limits_for(control);
+    fuzz_handler handler;
+    const std::string received = m0::fuzz::run_session(setup, handler, control, timing, std::string_view(data, size));
     response_oracle(received).check_all(std::string_view(data, size).find("HEAD") == std::string_view::npos);
 }
 

@@ -63,9 +63,12 @@ def run(cmd, ok=True, **kwargs):
 
 
 def pins(*names):
-    """The versions tests/requirements.txt pins for these packages."""
-    with open(os.path.join(m0test.SOURCE_DIR, "tests", "requirements.txt")) as f:
-        lines = [line.strip() for line in f if "==" in line]
+    """The versions tests/requirements.txt (and examples/requirements.txt,
+    which it includes) pin for these packages."""
+    lines = []
+    for path in (("tests", "requirements.txt"), ("examples", "requirements.txt")):
+        with open(os.path.join(m0test.SOURCE_DIR, *path)) as f:
+            lines += [line.strip() for line in f if "==" in line]
     found = [line for line in lines if line.split("==")[0].lower() in {n.lower() for n in names}]
     assert len(found) == len(names), (names, found)
     return found

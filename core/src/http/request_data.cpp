@@ -1,5 +1,7 @@
 #include "http/request_data.hpp"
 
+#include <boost/asio/post.hpp>
+
 namespace m0::http::detail {
 
 namespace {
@@ -23,6 +25,12 @@ void request_data::clear() noexcept {
     req.keep_alive = true;
     head.clear();
     is_head = false;
+}
+
+void post_whole_body(boost::asio::io_context& io, const std::string& body, bool& taken, body_handler fn) {
+    std::string chunk = taken ? std::string() : body;
+    taken = true;
+    boost::asio::post(io, [fn = std::move(fn), chunk = std::move(chunk)]() mutable { fn({}, std::move(chunk), true); });
 }
 
 }  // namespace m0::http::detail

@@ -18,4 +18,9 @@ struct request_data {
     void clear() noexcept;
 };
 
+// read_body on an exchange whose body was read whole (either engine): one
+// piece holding all of it, then empty ones (`taken` remembers), each posted
+// to `io`.
+void post_whole_body(boost::asio::io_context& io, const std::string& body, bool& taken, body_handler fn);
+
 }  // namespace m0::http::detail

@@ -15,7 +15,7 @@
 
 #include "http/client_policy.hpp"
 #include "http/date_cache.hpp"
-#include "http/session.hpp"
+#include "http1/session.hpp"
 
 namespace m0::http::detail {
 

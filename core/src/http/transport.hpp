@@ -3,7 +3,9 @@
 // non-blocking socket itself, or TLS over it (tls non-null).
 #include <cstddef>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <m0/tls/connection.hpp>
@@ -21,5 +23,21 @@ std::size_t transport_read(boost::asio::ip::tcp::socket& socket, tls::connection
 // Writes what `out` holds until it is empty or the socket would block.
 output_queue::result transport_flush(output_queue& out, boost::asio::ip::tcp::socket& socket, tls::connection* tls,
                                      int& error);
+
+// Calls ready(ec) once a TLS read may make progress: posted at once when
+// OpenSSL holds records read ahead (the socket may be empty), else when the
+// socket is readable (writable, when TLS asked for that). socket_first, or
+// a last read that wanted more: what OpenSSL holds is part of a record and
+// only the socket can complete it (posting again would spin).
+template <class Ready>
+void transport_wait_tls(boost::asio::io_context& io, boost::asio::ip::tcp::socket& socket, tls::connection& tls,
+                        bool wants_write, bool socket_first, Ready ready) {
+    if (!socket_first && !wants_write && tls.has_buffered_input()) {
+        boost::asio::post(io, [ready = std::move(ready)]() mutable { ready(boost::system::error_code{}); });
+        return;
+    }
+    socket.async_wait(wants_write ? boost::asio::socket_base::wait_write : boost::asio::socket_base::wait_read,
+                      std::move(ready));
+}
 
 }  // namespace m0::http::detail

@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 
-#include "http/exchange_impl.hpp"
+#include "http/request_data.hpp"
 
 namespace m0::http2 {
 

@@ -12,7 +12,7 @@
 #include <m0/recycling_allocator.hpp>
 
 #include "http/client_policy.hpp"
-#include "http/response_head.hpp"
+#include "http/response_rules.hpp"
 #include "http/server.hpp"
 #include "http/transport.hpp"
 #include "http2/h2_exchange.hpp"
@@ -1080,19 +1080,19 @@ void h2_session::read_more() {
                                 [self = shared_from_this()](const error_code& ec, std::size_t n) { self->on_read(ec, n); });
         return;
     }
-    // OpenSSL reads ahead: records may wait in it with the socket empty,
-    // unless the last read wanted more (then only the socket can help).
-    if (tls_->has_buffered_input() && !tls_wants_write_) {
-        asio::post(io(), [self = shared_from_this()] { self->tls_read_ready(); });
-        return;
-    }
-    socket_.async_wait(tls_wants_write_ ? asio::socket_base::wait_write : asio::socket_base::wait_read,
-                       [self = shared_from_this()](const error_code& ec) {
-                           if (ec)
-                               self->on_read(ec, 0);
-                           else
-                               self->tls_read_ready();
-                       });
+    wait_tls(false);
+}
+
+void h2_session::wait_tls(bool socket_first) {
+    http::detail::transport_wait_tls(io(), socket_, *tls_, tls_wants_write_, socket_first,
+                                     [self = shared_from_this()](const error_code& ec) { self->tls_wait_done(ec); });
+}
+
+void h2_session::tls_wait_done(const error_code& ec) {
+    if (ec)
+        on_read(ec, 0);
+    else
+        tls_read_ready();
 }
 
 void h2_session::tls_read_ready() {
@@ -1104,13 +1104,7 @@ void h2_session::tls_read_ready() {
     const std::size_t n = http::detail::transport_read(socket_, tls_.get(), rbuf_.get(), read_buffer_size, ec,
                                                        tls_wants_write_);
     if (ec == asio::error::would_block) {
-        socket_.async_wait(tls_wants_write_ ? asio::socket_base::wait_write : asio::socket_base::wait_read,
-                           [self = shared_from_this()](const error_code& wait_ec) {
-                               if (wait_ec)
-                                   self->on_read(wait_ec, 0);
-                               else
-                                   self->tls_read_ready();
-                           });
+        wait_tls(true);
         return;
     }
     on_read(ec, n);

@@ -142,6 +142,10 @@ private:
     void read_more();
     void on_read(const boost::system::error_code& ec, std::size_t n);
     void tls_read_ready();
+    // What a TLS wait (transport_wait_tls) ends in: a read, or its error.
+    void tls_wait_done(const boost::system::error_code& ec);
+    // TLS: waits until a read may make progress (transport_wait_tls).
+    void wait_tls(bool socket_first);
     // Takes nghttp2's output into the queue (up to the high-water mark)
     // and writes it.
     void send();

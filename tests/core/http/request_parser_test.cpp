@@ -6,7 +6,7 @@
 
 #include <m0/http.hpp>
 
-#include "http/request_parser.hpp"
+#include "http1/request_parser.hpp"
 
 using m0::http::detail::parse_status;
 using m0::http::detail::request_data;

@@ -56,6 +56,14 @@ def httpx_client(certs=None):
     return httpx.Client(http2=True, verify=h2_context(certs, ("h2", "http/1.1")), timeout=m0test.scaled(20))
 
 
+def h2_json(method, url, certs=None, **kwargs):
+    """The JSON body of a 200 answered over HTTP/2 (h2c, or TLS trusting `certs`)."""
+    with httpx_client(certs) as client:
+        response = client.request(method, url, **kwargs)
+    assert response.http_version == "HTTP/2" and response.status_code == 200, response.text
+    return response.json()
+
+
 def urls(server, path):
     """The same path over h2c (the plain listener) and TLS (the second)."""
     return (f"http://127.0.0.1:{server.ports[0]}{path}", f"https://localhost:{server.ports[1]}{path}")
@@ -65,17 +73,11 @@ def urls(server, path):
 def test_wsgi_environ_over_h2c_and_tls(m0_server, certs):
     server = m0_server(wsgi_config("wsgi_apps:validated") + certs.tls_section(), *TLS_LISTEN)
     plain, secure = urls(server, "/environ")
-    with httpx_client() as client:
-        response = client.get(plain)
-    assert response.http_version == "HTTP/2" and response.status_code == 200, response.text
-    environ = response.json()
+    environ = h2_json("GET", plain)
     assert environ["SERVER_PROTOCOL"] == "HTTP/2"
     assert environ["HTTP_HOST"] == f"127.0.0.1:{server.ports[0]}"
     assert environ["wsgi.url_scheme"] == "http"
-    with httpx_client(certs) as client:
-        response = client.get(secure)
-    assert response.http_version == "HTTP/2" and response.status_code == 200, response.text
-    environ = response.json()
+    environ = h2_json("GET", secure, certs)
     assert environ["SERVER_PROTOCOL"] == "HTTP/2" and environ["wsgi.url_scheme"] == "https"
     # :authority is the Host header; two cookie fields are one header again.
     client = Client(server.ports[0])
@@ -95,16 +97,10 @@ def test_wsgi_environ_over_h2c_and_tls(m0_server, certs):
 def test_asgi_scope_over_h2c_and_tls(m0_server, certs):
     server = m0_server(asgi_config("asgi_apps:scope_echo") + certs.tls_section(), *TLS_LISTEN)
     plain, secure = urls(server, "/scope?q=1")
-    with httpx_client() as client:
-        response = client.get(plain)
-    assert response.http_version == "HTTP/2" and response.status_code == 200, response.text
-    scope = response.json()
+    scope = h2_json("GET", plain)
     assert scope["http_version"] == "2" and scope["scheme"] == "http"
     assert scope["path"] == "/scope" and scope["query_string"] == {"bytes": "q=1"}
-    with httpx_client(certs) as client:
-        response = client.post(secure, content=b"z" * 100000)
-    assert response.http_version == "HTTP/2" and response.status_code == 200, response.text
-    scope = response.json()
+    scope = h2_json("POST", secure, certs, content=b"z" * 100000)
     assert scope["http_version"] == "2" and scope["scheme"] == "https" and scope["body_len"] == 100000
     client = Client(server.ports[0])
     response = client.get("/", authority="example.test", headers=[("cookie", "a=1"), ("cookie", "b=2")])

@@ -14,12 +14,10 @@ import h2.events
 import pytest
 
 import m0test
-
+from h2_support import ASGI_APPS, PLUGINS, python_plugins_built
 from support.websocket_frames import client_frame, read_frame
 
 ENABLE_CONNECT_PROTOCOL = 0x8
-TESTS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ASGI_APPS = os.path.join(TESTS, "plugins", "frontend-asgi", "apps")
 FLASK_EXAMPLE = os.path.join(m0test.SOURCE_DIR, "examples", "flask")
 
 NATIVE_ECHO = """
@@ -135,8 +133,7 @@ def test_native_echo_and_close_over_one_stream(ws_server):
         ws.close()
 
 
-@pytest.mark.skipif(not os.path.exists(os.path.join(m0test.BUILD_DIR, "lib", "m0", "plugins", "m0-frontend-asgi.so")),
-                    reason="the Python plugins are not built")
+@pytest.mark.skipif(not python_plugins_built(), reason="the Python plugins are not built")
 def test_asgi_websocket_scope_over_h2(ws_server):
     server = ws_server(f"frontend:\n  type: asgi\n  app: \"ws_apps:echo\"\n  chdir: {ASGI_APPS}\n"
                        "executor:\n  type: asyncio\n")
@@ -156,7 +153,7 @@ def test_asgi_websocket_scope_over_h2(ws_server):
         ws.close()
 
 
-@pytest.mark.skipif(not os.path.exists(os.path.join(m0test.BUILD_DIR, "lib", "m0", "plugins", "m0-module-realtime.so")),
+@pytest.mark.skipif(not os.path.exists(os.path.join(PLUGINS, "m0-module-realtime.so")),
                     reason="the realtime module is not built")
 def test_realtime_websocket_hold_over_h2(ws_server):
     server = ws_server(f"frontend:\n  type: wsgi\n  app: \"chat_app:create_app()\"\n  chdir: {FLASK_EXAMPLE}\n"

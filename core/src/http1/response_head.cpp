@@ -1,4 +1,4 @@
-#include "http/response_head.hpp"
+#include "http1/response_head.hpp"
 
 #include <charconv>
 

@@ -28,8 +28,8 @@
 #include "http/connection.hpp"
 #include "http/output_queue.hpp"
 #include "http/request_data.hpp"
-#include "http/request_parser.hpp"
-#include "http/response_head.hpp"
+#include "http1/request_parser.hpp"
+#include "http1/response_head.hpp"
 
 namespace m0::http::detail {
 
@@ -119,6 +119,8 @@ private:
     // an incomplete record).
     void read_async(bool socket_first = false);
     void tls_read_ready();
+    // What a TLS wait (transport_wait_tls) ends in: a read, or its error.
+    void tls_wait_done(const boost::system::error_code& ec);
     void start_tls();
     void tls_handshake_step();
     void tls_failed(tls::handshake_failure why);

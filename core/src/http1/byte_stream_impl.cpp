@@ -1,6 +1,6 @@
-#include "http/byte_stream_impl.hpp"
+#include "http1/byte_stream_impl.hpp"
 
-#include "http/session.hpp"
+#include "http1/session.hpp"
 
 namespace m0::http::detail {
 

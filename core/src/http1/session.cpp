@@ -1,4 +1,4 @@
-#include "http/session.hpp"
+#include "http1/session.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -10,8 +10,8 @@
 #include <m0/log.hpp>
 #include <m0/recycling_allocator.hpp>
 
-#include "http/byte_stream_impl.hpp"
-#include "http/exchange_impl.hpp"
+#include "http1/byte_stream_impl.hpp"
+#include "http1/exchange_impl.hpp"
 #include "http/forwarded.hpp"
 #include "http/peer.hpp"
 #include "http/proxy_protocol.hpp"
@@ -270,20 +270,15 @@ void session::read_async(bool socket_first) {
                                 });
         return;
     }
-    // OpenSSL reads ahead: records may wait in it with the socket empty.
-    // Not after a read that wanted more: what it holds then is part of a
-    // record, and only the socket can complete it (posting again would spin).
-    if (!socket_first && tls_->has_buffered_input() && !tls_wants_write_) {
-        asio::post(server_->io(), [self = shared_from_this()] { self->tls_read_ready(); });
-        return;
-    }
-    socket_.async_wait(tls_wants_write_ ? asio::socket_base::wait_write : asio::socket_base::wait_read,
-                       [self = shared_from_this()](const error_code& ec) {
-                           if (ec)
-                               self->on_read(ec, 0);
-                           else
-                               self->tls_read_ready();
-                       });
+    transport_wait_tls(server_->io(), socket_, *tls_, tls_wants_write_, socket_first,
+                       [self = shared_from_this()](const error_code& ec) { self->tls_wait_done(ec); });
+}
+
+void session::tls_wait_done(const error_code& ec) {
+    if (ec)
+        on_read(ec, 0);
+    else
+        tls_read_ready();
 }
 
 void session::tls_read_ready() {

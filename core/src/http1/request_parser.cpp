@@ -1,11 +1,11 @@
-#include "http/request_parser.hpp"
+#include "http1/request_parser.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <iterator>
 #include <limits>
 
-#include "http/char_class.hpp"
+#include "http1/char_class.hpp"
 
 namespace m0::http::detail {
 

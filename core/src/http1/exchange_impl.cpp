@@ -1,16 +1,10 @@
-#include "http/exchange_impl.hpp"
+#include "http1/exchange_impl.hpp"
 
 #include <boost/asio/post.hpp>
 
-#include "http/session.hpp"
+#include "http1/session.hpp"
 
 namespace m0::http::detail {
-
-void post_whole_body(boost::asio::io_context& io, const std::string& body, bool& taken, body_handler fn) {
-    std::string chunk = taken ? std::string() : body;
-    taken = true;
-    boost::asio::post(io, [fn = std::move(fn), chunk = std::move(chunk)]() mutable { fn({}, std::move(chunk), true); });
-}
 
 exchange_impl::~exchange_impl() { session_->released(*this, std::move(data_)); }
 

@@ -8,6 +8,8 @@
 
 #include <m0/http.hpp>
 
+#include "http/response_rules.hpp"
+
 namespace m0::http::detail {
 
 enum class body_framing {
@@ -26,11 +28,6 @@ struct head_spec {
     std::uint64_t content_length = 0;
     connection_token connection = connection_token::none;
 };
-
-// Statuses whose responses never carry a body (RFC 9110 6.4.1).
-constexpr bool status_has_body(unsigned status) noexcept {
-    return status >= 200 && status != 204 && status != 304;
-}
 
 void append_response_head(std::string& out, const head_spec& spec, std::string_view date);
 

@@ -12,10 +12,6 @@ namespace m0::http::detail {
 
 class session;
 
-// read_body on an exchange whose body was read whole: one piece holding all
-// of it, then empty ones (`taken` remembers), each posted to `io`.
-void post_whole_body(boost::asio::io_context& io, const std::string& body, bool& taken, body_handler fn);
-
 class exchange_impl final : public exchange {
 public:
     exchange_impl(std::shared_ptr<session> owner, std::unique_ptr<request_data> data, bool streamed) noexcept
