@@ -208,9 +208,11 @@ class Peer:
         self.log_path = os.path.join(self.log_dir, f"{name}.log")
         self.proc = None
 
-    def start(self, ready_path="/", ready_timeout=30.0, tls=None):
+    def start(self, ready_path="/", ready_timeout=30.0, tls=None, ready=None):
         """Starts the server and waits until it answers GET ready_path (over
-        HTTPS with the ssl.SSLContext `tls`); returns that first (status, body)."""
+        HTTPS with the ssl.SSLContext `tls`); returns that first (status, body).
+        `ready`: a function of the port giving an answer or None, asked
+        instead (a server that speaks no HTTP/1.1, say)."""
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(["env", "--default-signal=INT,QUIT", *self.cmd], stdout=log,
                                      stderr=subprocess.STDOUT, env=self.env, cwd=self.cwd,
@@ -219,7 +221,8 @@ class Peer:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.log()}")
-            got = request_once(self.port, "GET", ready_path, timeout=0.5, tls=tls)
+            got = (ready(self.port) if ready else
+                   request_once(self.port, "GET", ready_path, timeout=0.5, tls=tls))
             if got is not None:
                 return got
             time.sleep(0.05)
@@ -348,14 +351,70 @@ def measure(peer, url, connections, duration, wrk_threads, script=None, thread_p
     """One wrk run after a discarded 1 s warm-up, with the server's CPU µs per
     request; r.thread_us[prefix] is that of the server's threads whose name
     starts with prefix (m0 names its threads), for each of thread_prefixes."""
-    run_wrk(url, connections, "1s", wrk_threads, headers, script=script)
+    return measure_load(peer, lambda d: run_wrk(url, connections, d, wrk_threads, headers, script=script),
+                        duration, thread_prefixes, f"c={connections}")
+
+
+def measure_load(peer, load, duration, thread_prefixes=(), label=""):
+    """`measure` for any load generator: load(duration) runs it once and
+    gives a WrkResult; a discarded 1 s run first, then the measured one
+    with the server's CPU µs per request (all of it, and r.thread_us[prefix]
+    per thread name prefix)."""
+    load("1s")
     before = group_thread_sample(peer.proc.pid) if thread_prefixes else {}
-    r = run_wrk_measured(peer, url, connections, duration, wrk_threads, headers, script=script)
+    cpu_before = peer.cpu_seconds()
+    r = load(duration)
+    used = peer.cpu_seconds() - cpu_before
     after = group_thread_sample(peer.proc.pid) if thread_prefixes else {}
+    if r.requests:
+        r.server_cpu_us_per_request = used * 1e6 / r.requests
     r.thread_us = {p: thread_cpu.us_per_request(before, after, r.requests, p) for p in thread_prefixes}
     if r.errors or r.non_2xx:
-        print(f"warning: {peer.name} c={connections}: {r.errors} socket errors, {r.non_2xx} non-2xx", file=sys.stderr)
+        print(f"warning: {peer.name} {label}: {r.errors} errors, {r.non_2xx} non-2xx", file=sys.stderr)
     return r
+
+
+def run_h2load(url, clients, streams, duration, h1=False, threads=1, headers=BROWSER_HEADERS):
+    """Runs nghttp2's h2load (Debian `nghttp2-client`) for `duration` ("5s")
+    and returns a WrkResult: `clients` connections with `streams` requests
+    in flight on each (h2 with prior knowledge on http://, ALPN h2 on
+    https://; h1: HTTP/1.1, one connection per request in flight
+    when streams is 1, pipelined above). Failed, errored and timed-out
+    requests count as errors."""
+    h2load = shutil.which("h2load")
+    if h2load is None:
+        raise RuntimeError("h2load not found (Debian package `nghttp2-client`)")
+    seconds = duration_ms(duration) / 1000
+    cmd = [h2load, f"-c{clients}", f"-m{streams}", f"-t{max(1, min(threads, clients))}", "-D", f"{seconds:g}"]
+    for name, value in headers:
+        cmd += ["-H", f"{name}: {value}"]
+    if h1:
+        cmd.append("--h1")
+    out = subprocess.run(cmd + [url], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"finished in [\d.]+\w*, ([\d.]+) req/s", out)
+    if m is None:
+        raise RuntimeError(f"h2load gave no rate: {shlex.join(cmd + [url])}\n{out}")
+    counts = dict((k, int(v)) for v, k in re.findall(r"(\d+) (total|succeeded|failed|errored|timeout)\b", out))
+    codes = dict((k, int(v)) for v, k in re.findall(r"(\d+) ([2-5]xx)", out))
+    m2 = re.search(r"time for request:\s+\S+\s+\S+\s+(\S+)", out)
+    return WrkResult(float(m.group(1)), counts.get("succeeded", 0),
+                     counts.get("failed", 0) + counts.get("errored", 0) + counts.get("timeout", 0),
+                     sum(v for k, v in codes.items() if k != "2xx"), m2.group(1) if m2 else "?", out)
+
+
+def curl_get(url, http="2-prior", timeout=2.0):
+    """(status, body, HTTP version curl spoke: "1.1", "2") of one GET with
+    curl, certificates not checked, or None if it fails. `http`: "2-prior"
+    (h2c by prior knowledge, or h2 over TLS), "2" (ALPN h2, HTTP/1.1 on
+    plain http://), "1.1"."""
+    flag = {"2-prior": "--http2-prior-knowledge", "2": "--http2", "1.1": "--http1.1"}[http]
+    got = subprocess.run(["curl", "-sk", flag, "--max-time", f"{timeout:g}", "-o", "-",
+                          "-w", "%{stderr}%{http_code} %{http_version}", url], capture_output=True)
+    try:
+        status, version = got.stderr.decode().split()
+        return (int(status), got.stdout, version) if got.returncode == 0 else None
+    except ValueError:
+        return None
 
 
 def median_of(values):
