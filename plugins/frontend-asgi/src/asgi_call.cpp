@@ -10,6 +10,7 @@
 #include <utility>
 
 #include <m0/log.hpp>
+#include <m0/python/eager_task.hpp>
 #include <m0/python/errors.hpp>
 #include <m0/python/ready_awaitable.hpp>
 
@@ -55,7 +56,6 @@ struct names_t {
     PyObject* more_body = interned("more_body");
     PyObject* trailers = interned("trailers");
     PyObject* more_trailers = interned("more_trailers");
-    PyObject* create_task = interned("create_task");
     PyObject* create_future = interned("create_future");
     PyObject* add_done_callback = interned("add_done_callback");
     PyObject* remove_done_callback = interned("remove_done_callback");
@@ -200,7 +200,17 @@ void asgi_call::run(completion_port& port) noexcept {
         PyObject* args[] = {app_.callable.get(), scope.get(), channel.get()};
         coro = python::py_ref(PyObject_Vectorcall(glue("_serve"), args, 3, nullptr));
     }
-    if (coro) task = python::py_ref(PyObject_CallMethodOneArg(loop, n.create_task, coro.get()));
+    if (coro) {
+        // The first step runs now: an app that answers without waiting on
+        // anything ends this request inside it (its last step finishes the
+        // job, on_serve_end), with no loop iteration of its own. The call
+        // keeps the channel from here, as the request may end in the step.
+        channel_ = Py_NewRef(channel.get());
+        task = python::py_ref(python::start_task_eagerly(loop, coro.get()));
+        // Over: the job is finished, and the reactor may have freed `this`.
+        if (channel_is_detached(channel.get())) return;
+        if (!task) Py_CLEAR(channel_);
+    }
     if (task) on_done = python::py_ref(PyObject_GetAttr(channel.get(), n.done));
     if (on_done) added = python::py_ref(PyObject_CallMethodOneArg(task.get(), n.add_done_callback, on_done.get()));
     if (!added) {
@@ -208,13 +218,13 @@ void asgi_call::run(completion_port& port) noexcept {
         if (channel) detach_channel(channel.get());
         if (task) python::py_ref(PyObject_CallMethod(task.get(), "cancel", nullptr));
         PyErr_Clear();
+        Py_CLEAR(channel_);
         post_error_response();
         flow_->alive = false;
         port.finish();
         return;
     }
-    channel_ = channel.release();  // until the Task's done callback
-    task_ = task.release();
+    task_ = task.release();  // until the Task's done callback, with channel_
     on_done_ = on_done.release();
 }
 

@@ -143,4 +143,6 @@ PyObject* new_channel(asgi_call* call) {
 
 void detach_channel(PyObject* channel) { reinterpret_cast<channel_object*>(channel)->call = nullptr; }
 
+bool channel_is_detached(PyObject* channel) { return reinterpret_cast<channel_object*>(channel)->call == nullptr; }
+
 }  // namespace m0::asgi

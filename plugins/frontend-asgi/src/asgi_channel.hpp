@@ -14,5 +14,7 @@ bool init_channel_type();
 PyObject* new_channel(asgi_call* call);
 // The call is over: the channel refuses further use.
 void detach_channel(PyObject* channel);
+// Whether the call of `channel` is over (detached).
+bool channel_is_detached(PyObject* channel);
 
 }  // namespace m0::asgi
