@@ -19,8 +19,10 @@
 // counted window), completed, errors, unanswered (scheduled and neither:
 // still waiting at the end, or never sent because the server was too slow
 // for the connection to reach it), the achieved rate, latency percentiles in
-// ms of the completed requests (p50, p90, p99, p99.9, max) and this
-// process's CPU seconds (so a run can show the client was not the ceiling).
+// ms of the completed requests (p50, p90, p99, p99.9, max), answered (every
+// response read, the warm-up's included: what the server's CPU over the
+// whole run is divided by) and this process's CPU seconds (so a run can show
+// the client was not the ceiling).
 // Exits 1 on a bad argument or a failed first connect.
 #include "client_support.hpp"
 
@@ -57,6 +59,7 @@ struct options {
 
 struct totals {
     long scheduled = 0, completed = 0, errors = 0;  // counted requests sent, answered (< 400), failed
+    long answered = 0;                 // every response read, warm-up or not
     std::vector<double> latencies_us;  // of the counted requests
     int live = 0;                      // connections still on their schedule
     net::steady_timer* end = nullptr;  // cancelled when the last one is done
@@ -137,6 +140,7 @@ private:
         http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
             if (ec) return self->failed();
             const auto& res = self->parser_->get();
+            ++self->out_.answered;
             self->done(res.result_int() < 400);
             if (!res.keep_alive()) self->reset();
             self->next();
@@ -259,11 +263,12 @@ int main(int argc, char** argv) {
     std::sort(l.begin(), l.end());
     std::printf("{\"scheduled\": %ld, \"completed\": %ld, \"errors\": %ld, \"unanswered\": %ld, \"rate\": %.1f, "
                 "\"p50_ms\": %.3f, "
-                "\"p90_ms\": %.3f, \"p99_ms\": %.3f, \"p999_ms\": %.3f, \"max_ms\": %.3f, \"client_cpu_s\": %.3f}\n",
+                "\"p90_ms\": %.3f, \"p99_ms\": %.3f, \"p999_ms\": %.3f, \"max_ms\": %.3f, \"answered\": %ld, "
+                "\"client_cpu_s\": %.3f}\n",
                 out.scheduled, out.completed, out.errors, out.scheduled - out.completed - out.errors,
                 static_cast<double>(out.completed) / measured_s,
                 percentile(l, 50) / 1e3, percentile(l, 90) / 1e3, percentile(l, 99) / 1e3, percentile(l, 99.9) / 1e3,
-                (l.empty() ? 0 : l.back()) / 1e3, cpu);
+                (l.empty() ? 0 : l.back()) / 1e3, out.answered, cpu);
     // Connections still waiting (past the end) hold references to `out`:
     // leave without unwinding them.
     std::fflush(stdout);

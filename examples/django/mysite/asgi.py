@@ -1,6 +1,7 @@
 """ASGI entry point: `frontend.type: asgi`, `frontend.app: "mysite.asgi:application"`
 (configs/django-asgi.yaml). Async views run on m0's event loop; sync views
-run in asgiref's thread pool."""
+run in asgiref's thread pool. The settings, loaded from here, keep no
+database connection across requests (why: the comment on DATABASES)."""
 import os
 
 from django.core.asgi import get_asgi_application

@@ -13,6 +13,7 @@ urlpatterns = [
     # The database-backed shop (SQLite by default, PostgreSQL: see settings).
     path("shop/", shop.page, name="shop"),
     path("shop/api/products", shop.products, name="shop-products"),
+    path("shop/api/products-async", shop.products_async, name="shop-products-async"),
     # The chat room (configs/django-realtime.yaml: needs m0's `realtime:`).
     path("chat/", chat.page, name="chat"),
     path("chat/events", chat.events, name="chat-events"),

@@ -1,8 +1,9 @@
 """The Django example's database pages under m0, on SQLite (the default) and
 on PostgreSQL (a temporary server, examples/django/temp_postgres.py): the
 page's three queries, template, signed-cookie session and CSRF form, the
-JSON list of 20 rows, and on PostgreSQL the connections m0's default shape
-holds: persistent, at most one per pool thread."""
+JSON list of 20 rows (also as an async view, through ASGI on the asyncio
+executor), and on PostgreSQL the connections m0's default shape holds:
+persistent, at most one per pool thread."""
 import json
 import os
 import re
@@ -15,6 +16,7 @@ from conftest import TEST_VENV
 
 EXAMPLE = os.path.join(m0test.SOURCE_DIR, "examples", "django")
 CONFIG = os.path.join(m0test.SOURCE_DIR, "configs", "django.yaml")
+ASGI_CONFIG = os.path.join(m0test.SOURCE_DIR, "configs", "django-asgi.yaml")
 sys.path.insert(0, EXAMPLE)
 import temp_postgres  # noqa: E402
 
@@ -74,6 +76,21 @@ def test_the_json_list_of_20_rows(m0_server, database):
     rows = json.loads(r.body)["products"]
     assert len(rows) == 20
     assert rows[0] == {"id": 1, "name": "Books item 1", "price": "10.00", "stock": 0, "category": "Books"}
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(m0test.BUILD_DIR, "lib", "m0", "plugins", "m0-frontend-asgi.so")),
+                    reason="the ASGI plugin is not built")
+def test_the_async_json_list_answers_as_the_sync_one(m0_server, database):
+    """/shop/api/products-async (Django's async ORM, on m0's event loop
+    through ASGI) gives the rows /shop/api/products gives."""
+    env, _ = database
+    server = m0_server(ASGI_CONFIG, env=dict(env, VIRTUAL_ENV=TEST_VENV))
+    sync = m0test.request(server.port, path="/shop/api/products")
+    assert sync.status == 200, server.output()
+    r = m0test.request(server.port, path="/shop/api/products-async")
+    assert r.status == 200 and r.header("Content-Type") == "application/json", server.output()
+    assert json.loads(r.body) == json.loads(sync.body)
+    assert len(json.loads(r.body)["products"]) == 20
 
 
 def test_default_workers_keep_one_connection_per_pool_thread(m0_server, postgres):
