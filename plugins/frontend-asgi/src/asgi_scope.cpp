@@ -1,5 +1,6 @@
 #include "asgi_scope.hpp"
 
+#include <functional>
 #include <string>
 
 #include "asgi_fields.hpp"
@@ -37,26 +38,11 @@ PyObject* lower_bytes(std::string_view s) {
     return b;
 }
 
-PyObject* headers_list(const std::vector<http::header_field>& fields) {
-    PyObject* list = PyList_New(static_cast<Py_ssize_t>(fields.size()));
-    if (!list) return nullptr;
-    for (std::size_t i = 0; i < fields.size(); ++i) {
-        PyObject* pair = PyTuple_New(2);
-        if (!pair) {
-            Py_DECREF(list);
-            return nullptr;
-        }
-        PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), pair);
-        PyObject* name = lower_bytes(fields[i].name);
-        if (name) PyTuple_SET_ITEM(pair, 0, name);
-        PyObject* value = name ? bytes(fields[i].value) : nullptr;
-        if (!value) {
-            Py_DECREF(list);
-            return nullptr;
-        }
-        PyTuple_SET_ITEM(pair, 1, value);
-    }
-    return list;
+// A new (lower-cased name, value) pair.
+PyObject* new_pair(const http::header_field& field) {
+    python::py_ref name(lower_bytes(field.name));
+    python::py_ref value(name ? bytes(field.value) : nullptr);
+    return value ? PyTuple_Pack(2, name.get(), value.get()) : nullptr;
 }
 
 }  // namespace
@@ -123,6 +109,30 @@ bool scope_builder::init() {
 }
 
 void scope_builder::clear() { *this = scope_builder(); }
+
+PyObject* scope_builder::field_pair(const http::header_field& field) {
+    if (field.name.size() > max_kept_name || field.value.size() > max_kept_value) return new_pair(field);
+    const std::size_t hash = std::hash<std::string_view>{}(field.name) * 31 + std::hash<std::string_view>{}(field.value);
+    field_slot& slot = fields_[hash % field_slots];
+    if (slot.pair && slot.name == field.name && slot.value == field.value) return python::py_ref(slot.pair).release();
+    PyObject* pair = new_pair(field);
+    if (!pair) return nullptr;
+    slot.name.assign(field.name);
+    slot.value.assign(field.value);
+    slot.pair = python::py_ref::borrow(pair);
+    return pair;
+}
+
+PyObject* scope_builder::headers_list(const std::vector<http::header_field>& fields) {
+    python::py_ref list(PyList_New(static_cast<Py_ssize_t>(fields.size())));
+    if (!list) return nullptr;
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        PyObject* pair = field_pair(fields[i]);
+        if (!pair) return nullptr;
+        PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(i), pair);
+    }
+    return list.release();
+}
 
 PyObject* scope_builder::address(const boost::asio::ip::tcp::endpoint& ep, boost::asio::ip::tcp::endpoint& last_ep,
                                  python::py_ref& last_host, python::py_ref& last_tuple, bool keep_tuple) {

@@ -7,7 +7,10 @@
 // seen (the same on every request of a listener or a connection).
 #include <Python.h>
 
+#include <array>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
 
@@ -35,6 +38,10 @@ private:
     // Sets the keys both scopes share on `d`, a copy of a template.
     bool fill(PyObject* d, const http::request& req, std::string_view path, PyObject* state,
               PyObject* extensions);
+    // New reference to scope["headers"]: [(lower-cased name, value), ...].
+    PyObject* headers_list(const std::vector<http::header_field>& fields);
+    // New reference to the (name, value) pair of one field.
+    PyObject* field_pair(const http::header_field& field);
     PyObject* address(const boost::asio::ip::tcp::endpoint& ep, boost::asio::ip::tcp::endpoint& last_ep,
                       python::py_ref& last_host, python::py_ref& last_tuple, bool keep_tuple);
 
@@ -56,6 +63,19 @@ private:
     // on every request of a peer (ports differ per connection).
     boost::asio::ip::tcp::endpoint server_ep_, client_ep_;
     python::py_ref server_host_, server_tuple_, client_host_, client_tuple_;
+    // Header fields repeat from request to request (Host, User-Agent,
+    // Accept... on every request of a client), and a tuple of bytes is
+    // immutable: the pair of a field seen before is shared, not made again.
+    // Direct-mapped by a hash of the field as received; a miss replaces the
+    // slot. Fields longer than the bounds (cookies, tokens) are not kept.
+    struct field_slot {
+        std::string name, value;
+        python::py_ref pair;
+    };
+    static constexpr std::size_t field_slots = 128;
+    static constexpr std::size_t max_kept_name = 64;
+    static constexpr std::size_t max_kept_value = 192;
+    std::array<field_slot, field_slots> fields_;
 };
 
 }  // namespace m0::asgi

@@ -66,6 +66,25 @@ def test_http_scope_has_every_key(m0_server):
     assert scope["body_len"] == 5
 
 
+def test_header_fields_that_repeat_or_change_reach_each_request_as_sent(m0_server):
+    """m0 shares the (name, value) pair of a field it has seen before: on one
+    connection, fields that repeat, that change value under the same name,
+    that come in many names (more than its slots), at and past its size
+    bounds, in either case, reach every request's scope exactly as sent."""
+    server = m0_server(asgi_config("asgi_apps:scope_echo"))
+    with server.connect() as s:
+        reader = m0test.ResponseReader(s)
+        for i in range(300):
+            fields = [("X-Same", "constant"), ("X-Changing", f"value-{i}"), (f"X-Name-{i % 150}", "v"),
+                      ("X-Bound", "b" * (192 + i % 2)), ("x-same", "Constant" if i % 3 else "constant")]
+            head = "".join(f"{k}: {v}\r\n" for k, v in fields)
+            s.sendall(f"GET /r{i} HTTP/1.1\r\nHost: h\r\n{head}\r\n".encode())
+            r = reader.read()
+            assert r.status == 200
+            got = [(unbytes(k), unbytes(v)) for k, v in json.loads(r.body)["headers"]]
+            assert got == [(b"host", b"h")] + [(k.lower().encode(), v.encode()) for k, v in fields], i
+
+
 def test_http_10_scope(m0_server):
     server = m0_server(asgi_config("asgi_apps:scope_echo"))
     with server.connect() as s:
