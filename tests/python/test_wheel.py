@@ -51,6 +51,76 @@ def slow():
     time.sleep(0.5)  # a request in flight when the drain starts
     return "slow done\\n"
 ''',
+    "asgi_tasks.py": '''
+# Each route checks, through the hosted m0, one thing a request's Task has as
+# one made by loop.create_task(), though its first step runs at once (the
+# ASGI frontend's python::start_task_eagerly: eager_start on 3.12+).
+import asyncio
+import contextvars
+
+request_value = contextvars.ContextVar("request_value", default="unset")
+hung = {}
+
+
+class AppTask(asyncio.Task):
+    pass
+
+
+async def answer(send, status, text):
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": text.encode()})
+
+
+async def app(scope, receive, send):
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            await send({"type": message["type"] + ".complete"})
+            if message["type"] == "lifespan.shutdown":
+                return
+    path = scope["path"]
+    if path == "/task":
+        task = asyncio.current_task()
+        first = f"task={type(task).__name__}/{isinstance(task, asyncio.Task)} listed={task in asyncio.all_tasks()}"
+        await asyncio.sleep(0)
+        await answer(send, 200, f"{first} same_after_wait={asyncio.current_task() is task}")
+    elif path == "/context":
+        before = request_value.get()
+        request_value.set(scope["query_string"].decode())
+        await asyncio.sleep(0.05)  # the other requests set theirs meanwhile
+        await answer(send, 200, f"{before} {request_value.get()}")
+    elif path == "/woken":
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        loop.call_later(0.01, fut.set_result, "woken by the loop")
+        await answer(send, 200, await fut)
+    elif path == "/raise-at-once":
+        raise RuntimeError("raised in the first step")
+    elif path == "/raise-later":
+        await asyncio.sleep(0)
+        raise RuntimeError("raised after a wait")
+    elif path == "/hang":
+        hung["task"] = asyncio.current_task()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            hung["caught"] = True
+            raise
+    elif path == "/task-factory":
+        # The app's Task class for the requests that follow, as for every
+        # loop.create_task() (none again with ?off).
+        asyncio.get_running_loop().set_task_factory(
+            None if scope["query_string"] == b"off" else lambda loop, coro, **kw: AppTask(coro, loop=loop, **kw))
+        await answer(send, 200, type(asyncio.current_task()).__name__)
+    elif path == "/cancel-hung":
+        task = hung["task"]
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        await answer(send, 200, f"cancelled={task.cancelled()} caught={hung.get('caught')}")
+''',
 }
 
 
@@ -90,7 +160,7 @@ def venv(wheel, tmp_path_factory):
     root = tmp_path_factory.mktemp("hosted")
     run([PYTHON, "-m", "venv", root / "venv"])
     pip = [root / "venv" / "bin" / "pip", "install", "-q", "--disable-pip-version-check"]
-    apps = pins("Flask", "Django", "fastapi", "python-multipart", "starlette", "anyio")
+    apps = pins("Flask", "Django", "fastapi", "python-multipart", "starlette", "anyio", "uvloop")
     if run([PYTHON, "-c", "import sys; print(sys.version_info >= (3, 11))"]).stdout.strip() != "True":
         # Some of the pins need 3.11+: on 3.10 (checked by hand, not in CI)
         # pip picks the newest releases that support it.
@@ -195,6 +265,52 @@ def test_fastapi_example_from_its_config_with_python_dash_m(m0_server, venv):
     assert note.status == 201 and json.loads(note.body) == {"id": 1, "text": "hosted"}, server.output()
     assert server.stop(signal.SIGTERM) == 0, server.output()
     assert "fastapi example: store closed" in server.output()
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_asgi_request_tasks_started_at_once_behave_as_created_ones(m0_server, venv, loop):
+    """The ASGI frontend runs a request's first step as it starts the Task
+    (Task(eager_start=True) on 3.12+, the scheduled step taken on 3.10/3.11;
+    on uvloop, whose loop takes no attribute, a plain Task before 3.12): on
+    each the Task is the current one, has its own context, keeps its
+    exception, is cancelled and comes from the loop's task factory as one
+    made by loop.create_task()."""
+    config = (f"frontend:\n  type: asgi\n  app: \"asgi_tasks:app\"\n  chdir: {venv['apps']}\n"
+              f"executor:\n  type: asyncio\n  asyncio:\n    loops: 1\n    loop: {loop}\n")
+    server = m0_server(config, program=venv["m0"], env=ENV)
+    resp = m0test.request(server.port, "GET", "/task")
+    assert (resp.status, resp.body) == (200, b"task=Task/True listed=True same_after_wait=True"), server.output()
+    # Concurrent requests, each setting the variable in its own context.
+    answers = {}
+
+    def ask(value):
+        answers[value] = m0test.request(server.port, "GET", f"/context?{value}").body.decode()
+
+    clients = [threading.Thread(target=ask, args=(f"r{i}",)) for i in range(8)]
+    for c in clients:
+        c.start()
+    for c in clients:
+        c.join()
+    assert answers == {f"r{i}": f"unset r{i}" for i in range(8)}, server.output()
+    resp = m0test.request(server.port, "GET", "/woken")
+    assert (resp.status, resp.body) == (200, b"woken by the loop"), server.output()
+    for path in ("/raise-at-once", "/raise-later"):
+        assert m0test.request(server.port, "GET", path).status == 500, (path, server.output())
+    for message in ("raised in the first step", "raised after a wait"):
+        assert f"RuntimeError: {message}" in server.output(), server.output()
+    sock = server.open_request("/hang")
+    with sock:
+        resp = m0test.request(server.port, "GET", "/cancel-hung")
+        assert (resp.status, resp.body) == (200, b"cancelled=True caught=True"), server.output()
+        # The cancelled Task ends its request as any cancelled app does.
+        assert m0test.ResponseReader(sock, timeout=m0test.scaled(10)).read().status == 500, server.output()
+    # A task factory the app sets makes the requests' Tasks from then on.
+    for path, body in (("/task-factory", b"Task"), ("/task", b"task=AppTask/True listed=True same_after_wait=True"),
+                       ("/task-factory?off", b"AppTask"), ("/task", b"task=Task/True listed=True same_after_wait=True")):
+        resp = m0test.request(server.port, "GET", path)
+        assert (resp.status, resp.body) == (200, body), (path, server.output())
+    assert server.stop(signal.SIGTERM) == 0, server.output()
+    assert "0 task(s) still running were cancelled" in server.output(), server.output()
 
 
 @contextlib.contextmanager

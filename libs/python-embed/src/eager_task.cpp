@@ -20,6 +20,12 @@ PyObject* task_class() {
     return task;
 }
 
+// The Task as the loop makes it, first step on its next iteration.
+PyObject* create_task(PyObject* loop, PyObject* coro) {
+    static PyObject* const name = PyUnicode_InternFromString("create_task");
+    return PyObject_CallMethodOneArg(loop, name, coro);
+}
+
 #if PY_VERSION_HEX >= 0x030C0000
 
 PyObject* eager_start_keywords() {
@@ -108,10 +114,7 @@ void run_step(PyObject* callback, PyObject* context) {
 PyObject* start_with_capture(PyObject* loop, PyObject* coro) {
     py_ref bound(PyObject_GetAttr(loop, call_soon_name()));
     if (!bound) return nullptr;
-    if (!can_capture(loop, bound.get())) {
-        static PyObject* const create_task = PyUnicode_InternFromString("create_task");
-        return PyObject_CallMethodOneArg(loop, create_task, coro);
-    }
+    if (!can_capture(loop, bound.get())) return create_task(loop, coro);
     if (PyObject_SetAttr(loop, call_soon_name(), capturing_function()) != 0) return nullptr;
     capture.armed = true;
     capture.forward = bound.get();
@@ -140,6 +143,18 @@ PyObject* start_with_capture(PyObject* loop, PyObject* coro) {
 
 PyObject* start_task_eagerly(PyObject* loop, PyObject* coro) {
     if (!task_class()) return nullptr;
+    // A task factory set on the loop (loop.set_task_factory: an app's own
+    // Task class, a tracing library, asyncio.eager_task_factory) makes every
+    // Task that loop.create_task() makes; bypassing it would hand the app a
+    // Task of another class. With one, the factory's Task is the request's,
+    // started as the factory starts it. Asked each time: the app may set it
+    // at any moment (in its lifespan startup, say).
+    static PyObject* const get_task_factory = PyUnicode_InternFromString("get_task_factory");
+    py_ref factory(PyObject_CallMethodNoArgs(loop, get_task_factory));
+    if (!factory || factory.get() != Py_None) {
+        PyErr_Clear();  // a loop that cannot say: create_task() knows its own
+        return create_task(loop, coro);
+    }
 #if PY_VERSION_HEX >= 0x030C0000
     PyObject* args[] = {coro, loop, Py_True};
     return PyObject_Vectorcall(task_class(), args, 1, eager_start_keywords());

@@ -155,6 +155,18 @@ def cancelled_while_waiting(loop):
     return "ok"
 
 
+def check_later_it_was_current(loop, task):
+    """For a Task that returns asyncio.current_task(): checks, once it is
+    done, that it ran as that Task."""
+    async def check():
+        if await task is not task:
+            raise AssertionError("current_task() was not the Task")
+
+    global pending
+    pending = loop.create_task(check())
+    return "ok"
+
+
 class NoAttributesLoop(asyncio.SelectorEventLoop):
     """A loop whose instance takes no attribute (as uvloop's)."""
 
@@ -173,13 +185,26 @@ def loop_without_attributes(loop):
     if task.done() != eager:
         return f"done={task.done()} on Python {sys.version_info[:2]}"
 
-    async def check():
-        if await task is not task:
-            raise AssertionError("current_task() was not the Task")
+    return check_later_it_was_current(loop, task)
 
-    global pending
-    pending = loop.create_task(check())
-    return "ok"
+
+class FactoryTask(asyncio.Task):
+    pass
+
+
+def loop_with_a_task_factory(loop):
+    loop.set_task_factory(lambda loop, coro, **kwargs: FactoryTask(coro, loop=loop, **kwargs))
+
+    async def handler():
+        return asyncio.current_task()
+
+    task = start(loop, handler())
+    if type(task) is not FactoryTask:
+        return f"a {type(task).__name__}, not the factory's FactoryTask"
+    if task.done():
+        return "done at once: the factory's Task starts on the next iteration"
+
+    return check_later_it_was_current(loop, task)
 
 
 def run(name):
@@ -255,4 +280,8 @@ BOOST_AUTO_TEST_CASE(a_task_waiting_after_its_first_step_is_cancelled_as_any_tas
 
 BOOST_AUTO_TEST_CASE(a_loop_that_takes_no_attribute_gets_a_task_that_starts_on_its_next_iteration) {
     BOOST_TEST(run_case("loop_without_attributes") == "ok");
+}
+
+BOOST_AUTO_TEST_CASE(a_loop_with_a_task_factory_gets_the_factorys_task) {
+    BOOST_TEST(run_case("loop_with_a_task_factory") == "ok");
 }

@@ -23,6 +23,8 @@ namespace m0::python {
 // `loop.call_soon` is taken while it is made and run here, in the Task's
 // context (a loop implemented in Python: asyncio's own; a loop whose
 // instance takes no attribute, as uvloop's, gets a plain create_task).
+// A loop with a task factory (loop.set_task_factory) gets `loop.create_task`
+// on every version: the factory's Task, started when that Task starts.
 M0PY_API PyObject* start_task_eagerly(PyObject* loop, PyObject* coro);
 
 }  // namespace m0::python
