@@ -218,25 +218,50 @@ def finish_servers(servers):
 TCP_ESTABLISHED = "01"  # the state column of /proc/net/tcp
 
 
-def server_end(server_port, client_port):
-    """(state, bytes waiting to be read) of the server's end of the loopback
-    connection 127.0.0.1:client_port → 127.0.0.1:server_port, from
-    /proc/net/tcp; None once there is no such socket."""
+def _tcp_row(local_port, remote_port):
+    """(state, tx_queue, rx_queue) of the loopback socket 127.0.0.1:local_port
+    connected to 127.0.0.1:remote_port, from /proc/net/tcp; None if there is
+    no such socket."""
     loopback = "0100007F"  # 127.0.0.1 as /proc/net/tcp writes it (host order, hex)
-    local, remote = f"{loopback}:{server_port:04X}", f"{loopback}:{client_port:04X}"
+    local, remote = f"{loopback}:{local_port:04X}", f"{loopback}:{remote_port:04X}"
     with open("/proc/net/tcp") as f:
         next(f)
         for line in f:
             fields = line.split()
             if fields[1] == local and fields[2] == remote:
-                return fields[3], int(fields[4].split(":")[1], 16)
+                tx, rx = fields[4].split(":")
+                return fields[3], int(tx, 16), int(rx, 16)
     return None
+
+
+def server_end(server_port, client_port):
+    """(state, bytes waiting to be read) of the server's end of the loopback
+    connection 127.0.0.1:client_port → 127.0.0.1:server_port; None once
+    there is no such socket."""
+    row = _tcp_row(server_port, client_port)
+    return (row[0], row[2]) if row else None
 
 
 def unread_bytes(server_port, client_port):
     """Bytes m0 has not read yet on that connection (None: no connection)."""
     end = server_end(server_port, client_port)
     return end[1] if end else None
+
+
+def unsent_bytes(client_port, server_port):
+    """Bytes the client's end of that connection has queued and the server
+    has not taken yet (0: no connection)."""
+    row = _tcp_row(client_port, server_port)
+    return row[1] if row else 0
+
+
+def backed_up_bytes(server_port, client_port):
+    """What the client wrote and m0 has not read, in both kernels' buffers:
+    m0's unread bytes and the client's unsent ones. How much the receiving
+    end alone holds depends on its window, which the kernel sizes from how
+    fast the reader read before it stopped (58 KiB was seen after a reader
+    stopped early); the sum grows on with every byte the client writes."""
+    return (unread_bytes(server_port, client_port) or 0) + unsent_bytes(client_port, server_port)
 
 
 def rss_kib(pid, field="VmRSS"):

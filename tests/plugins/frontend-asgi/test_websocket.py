@@ -257,25 +257,36 @@ def test_a_slow_app_stops_m0_reading_instead_of_buffering(m0_server):
         server.wait_for_log("slow_reader: not reading")
 
         def send_all():
-            for _ in range(total // size):
-                ws.send(b"z" * size)
-            sent.set()
-        sender = threading.Thread(target=send_all)
+            try:
+                for _ in range(total // size):
+                    ws.send(b"z" * size)
+                sent.set()
+            except Exception:  # the socket shut down below: the test failed already
+                pass
+        # The client's sends block for as long as m0 does not read: a daemon
+        # thread, and the socket shut down if the test fails, so that a failure
+        # is reported instead of leaving a blocked send behind.
+        sender = threading.Thread(target=send_all, daemon=True)
         sender.start()
-        m0_port, client_port = server.port, ws.socket.getsockname()[1]
-        # m0 stopped reading: a full buffer waits unread in its socket (an m0
-        # that kept reading would take all 64 MiB into memory and the sends
-        # would end).
-        server.wait_until(lambda: sent.is_set() or (m0test.unread_bytes(m0_port, client_port) or 0) >= size,
-                          timeout=60, what="the client's sends to fill m0's socket")
-        assert not sent.is_set(), "m0 read 64 MiB for an app that reads nothing"
-        assert m0test.rss_kib(server.proc.pid) - before < 32 * 1024
-        # The app catches up: everything arrives, in order, and the sends end.
-        with ws_connect(server, "/ws?release=1"):
-            pass
-        assert recv(ws) == f"got {total}"
-        sender.join(timeout=m0test.scaled(60))
-        assert sent.is_set()
+        try:
+            m0_port, client_port = server.port, ws.socket.getsockname()[1]
+            # m0 stopped reading: what the client sent backs up in the sockets'
+            # buffers (an m0 that kept reading would take all 64 MiB into
+            # memory and the sends would end).
+            server.wait_until(lambda: sent.is_set() or m0test.backed_up_bytes(m0_port, client_port) >= 2 * size,
+                              timeout=60, what="the client's sends to back up in the sockets")
+            assert not sent.is_set(), "m0 read 64 MiB for an app that reads nothing"
+            assert m0test.rss_kib(server.proc.pid) - before < 32 * 1024
+            # The app catches up: everything arrives, in order, and the sends end.
+            with ws_connect(server, "/ws?release=1"):
+                pass
+            assert ws.recv(timeout=m0test.scaled(60)) == f"got {total}"
+            sender.join(timeout=m0test.scaled(60))
+            assert sent.is_set()
+        finally:
+            if not sent.is_set():
+                ws.socket.shutdown(socket.SHUT_RDWR)
+                sender.join(timeout=m0test.scaled(10))
 
 
 def test_a_client_that_does_not_read_makes_send_wait(m0_server):
