@@ -40,7 +40,16 @@ std::string resolve(const std::string& base, const std::string& p) {
 // Plugins are loaded RTLD_LOCAL, so libpython arrives in the process with
 // its symbols hidden from later dlopens; C extension modules (lib-dynload,
 // site-packages) are not linked against libpython and expect them global.
+// Nothing to do where they already are: CPython linked into the m0 binary,
+// or libpython a dependency of the executable (the unit tests). The handle
+// of the main program searches exactly the global scope (RTLD_DEFAULT would
+// also search this library's own dependencies, libpython among them).
 void make_libpython_global() {
+    if (void* global_scope = dlopen(nullptr, RTLD_NOW)) {
+        const bool already_global = dlsym(global_scope, "Py_InitializeFromConfig") != nullptr;
+        dlclose(global_scope);
+        if (already_global) return;
+    }
     Dl_info info{};
     if (dladdr(reinterpret_cast<void*>(&Py_InitializeFromConfig), &info) && info.dli_fname) {
         if (!dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL))

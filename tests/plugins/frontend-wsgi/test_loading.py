@@ -1,5 +1,6 @@
 """Application loading: module:callable, factory calls, python.path,
 python.venv, chdir, and start-up failures that name their reason."""
+import json
 import os
 import re
 
@@ -154,3 +155,38 @@ def test_pool_variants_serve(m0_server, args, env):
     for s in connections:
         with s:
             assert m0test.ResponseReader(s).read().body == b"chunk0;chunk1;chunk2;"
+
+
+def test_one_interpreter_serves_the_app_and_its_extension_modules(m0_server, executor, tmp_path):
+    # The m0 binary carries CPython's static library (M0_PYTHON_STATIC,
+    # libs/python-embed/README.md); the sanitizer builds link the shared
+    # libpython3.11.so instead. Either way the process holds exactly one
+    # interpreter, and C extension modules (lib-dynload's _decimal,
+    # pydantic_core from the venv) find its symbols.
+    version = m0test.run_m0("--version", timeout=60)
+    linked_into_m0 = os.environ.get("M0_SANITIZE", "none") in ("", "none")
+    assert ("libpython3.11.a linked into m0" in version.stdout) == linked_into_m0, version.stdout
+    (tmp_path / "interpreter_app.py").write_text(
+        "import decimal, json, os\n"
+        "import pydantic\n"
+        "def app(environ, start_response):\n"
+        "    with open('/proc/self/maps') as f:\n"
+        "        libpython = sorted({l.split()[-1] for l in f if 'libpython' in l})\n"
+        "    body = json.dumps({'libpython': libpython, 'exe': os.path.realpath('/proc/self/exe'),\n"
+        "                       'decimal': str(decimal.Decimal('1.1') + decimal.Decimal('2.2')),\n"
+        "                       'pydantic': pydantic.TypeAdapter(int).validate_python('42')})\n"
+        "    start_response('200 OK', [('Content-Type', 'application/json')])\n"
+        "    return [body.encode()]\n")
+    cfg = (f"frontend:\n  type: wsgi\n  app: interpreter_app:app\n"
+           f"python:\n  venv: {TEST_VENV}\n  path: [{tmp_path}]\n"
+           f"executor:\n  type: {executor}\n")
+    server = m0_server(cfg, env={"VIRTUAL_ENV": ""})
+    r = m0test.request(server.port, path="/")
+    assert r.status == 200, r.body
+    got = json.loads(r.body)
+    assert got["decimal"] == "3.3" and got["pydantic"] == 42
+    assert got["exe"] == os.path.realpath(m0test.M0_BINARY)
+    if linked_into_m0:
+        assert got["libpython"] == [], got
+    else:
+        assert len(got["libpython"]) == 1 and "libpython3.11.so" in got["libpython"][0], got
