@@ -453,9 +453,24 @@ def summary(rs, base_rps, thread_prefixes=()):
 
 
 def git_commit():
-    """The short commit of the checkout the bench runs from ("" outside git)."""
-    return subprocess.run(["git", "-C", REPO_DIR, "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True).stdout.strip()
+    """The short commit of the checkout the bench runs from ("" outside git),
+    "+changes" after it when tracked files differ from that commit: the
+    numbers are then those of a tree no commit names yet."""
+    commit = subprocess.run(["git", "-C", REPO_DIR, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    changed = subprocess.run(["git", "-C", REPO_DIR, "status", "--porcelain", "--untracked-files=no"],
+                             capture_output=True, text=True).stdout.strip()
+    return commit + "+changes" if commit and changed else commit
+
+
+def portable_argument(arg):
+    """An argument of a bench's command as the results page shows it: a
+    path outside the repository (a baseline build, a temporary directory)
+    names only its last two parts, which say what it is, not where it was
+    on the machine that ran the bench."""
+    if not arg.startswith("/") or os.path.abspath(arg).startswith(REPO_DIR + os.sep):
+        return arg
+    return "<...>/" + "/".join(arg.rstrip("/").split("/")[-2:])
 
 
 def write_results(path, bench, rows, **meta):
@@ -465,7 +480,8 @@ def write_results(path, bench, rows, **meta):
     import datetime
     import json
     doc = {"bench": bench, "date": datetime.date.today().isoformat(), "commit": git_commit(),
-           "command": shlex.join([f"bench/{bench}"] + sys.argv[1:]), **meta, "rows": rows}
+           "command": shlex.join([f"bench/{bench}"] + [portable_argument(a) for a in sys.argv[1:]]), **meta,
+           "rows": rows}
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
