@@ -38,6 +38,20 @@ PyObject* lower_bytes(std::string_view s) {
     return b;
 }
 
+// A new list of make(item) for every item (make: a new reference, or null
+// with an error set, which ends the list).
+template <class Items, class Make>
+PyObject* new_list(const Items& items, Make make) {
+    python::py_ref list(PyList_New(static_cast<Py_ssize_t>(items.size())));
+    if (!list) return nullptr;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        PyObject* item = make(items[i]);
+        if (!item) return nullptr;
+        PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(i), item);
+    }
+    return list.release();
+}
+
 // A new (lower-cased name, value) pair.
 PyObject* new_pair(const http::header_field& field) {
     python::py_ref name(lower_bytes(field.name));
@@ -124,14 +138,7 @@ PyObject* scope_builder::field_pair(const http::header_field& field) {
 }
 
 PyObject* scope_builder::headers_list(const std::vector<http::header_field>& fields) {
-    python::py_ref list(PyList_New(static_cast<Py_ssize_t>(fields.size())));
-    if (!list) return nullptr;
-    for (std::size_t i = 0; i < fields.size(); ++i) {
-        PyObject* pair = field_pair(fields[i]);
-        if (!pair) return nullptr;
-        PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(i), pair);
-    }
-    return list.release();
+    return new_list(fields, [this](const http::header_field& field) { return field_pair(field); });
 }
 
 PyObject* scope_builder::address(const boost::asio::ip::tcp::endpoint& ep, boost::asio::ip::tcp::endpoint& last_ep,
@@ -222,13 +229,8 @@ PyObject* scope_builder::extensions(const http::request& req) const {
 // on TLS connections.
 PyObject* scope_builder::tls_extension(const tls_info& tls) const {
     const auto& chain = tls.client_cert_chain;
-    python::py_ref pems(PyList_New(static_cast<Py_ssize_t>(chain.size())));
+    python::py_ref pems(new_list(chain, [](const std::string& pem) { return utf8(pem); }));
     if (!pems) return nullptr;
-    for (std::size_t i = 0; i < chain.size(); ++i) {
-        PyObject* pem = utf8(chain[i]);
-        if (!pem) return nullptr;
-        PyList_SET_ITEM(pems.get(), static_cast<Py_ssize_t>(i), pem);
-    }
     // The spec's None: no server certificate known, no client certificate,
     // a client certificate that verified.
     auto text_or_none = [](bool none, std::string_view text) { return none ? Py_NewRef(Py_None) : utf8(text); };

@@ -56,16 +56,22 @@ def test_factory_call(wsgi_server):
     assert m0test.request(server.port, path="/").body == b"made by factory"
 
 
-def test_python_path_and_venv(m0_server, executor, tmp_path):
-    (tmp_path / "pathapp.py").write_text(
-        "import flask\n"
-        "def app(environ, start_response):\n"
-        "    start_response('200 OK', [('Content-Type', 'text/plain')])\n"
-        "    return [flask.__name__.encode()]\n")
-    cfg = (f"frontend:\n  type: wsgi\n  app: pathapp:app\n"
+def serve_module_app(m0_server, executor, tmp_path, module, source):
+    """Serves `module`:app, written from `source` into tmp_path, which is
+    put on python.path; the test venv from python.venv, not the environment."""
+    (tmp_path / f"{module}.py").write_text(source)
+    cfg = (f"frontend:\n  type: wsgi\n  app: {module}:app\n"
            f"python:\n  venv: {TEST_VENV}\n  path: [{tmp_path}]\n"
            f"executor:\n  type: {executor}\n")
-    server = m0_server(cfg, env={"VIRTUAL_ENV": ""})
+    return m0_server(cfg, env={"VIRTUAL_ENV": ""})
+
+
+def test_python_path_and_venv(m0_server, executor, tmp_path):
+    server = serve_module_app(m0_server, executor, tmp_path, "pathapp",
+                              "import flask\n"
+                              "def app(environ, start_response):\n"
+                              "    start_response('200 OK', [('Content-Type', 'text/plain')])\n"
+                              "    return [flask.__name__.encode()]\n")
     assert m0test.request(server.port, path="/").body == b"flask"
 
 
@@ -166,7 +172,7 @@ def test_one_interpreter_serves_the_app_and_its_extension_modules(m0_server, exe
     version = m0test.run_m0("--version", timeout=60)
     linked_into_m0 = os.environ.get("M0_SANITIZE", "none") in ("", "none")
     assert ("libpython3.11.a linked into m0" in version.stdout) == linked_into_m0, version.stdout
-    (tmp_path / "interpreter_app.py").write_text(
+    server = serve_module_app(m0_server, executor, tmp_path, "interpreter_app",
         "import decimal, json, os\n"
         "import pydantic\n"
         "def app(environ, start_response):\n"
@@ -177,10 +183,6 @@ def test_one_interpreter_serves_the_app_and_its_extension_modules(m0_server, exe
         "                       'pydantic': pydantic.TypeAdapter(int).validate_python('42')})\n"
         "    start_response('200 OK', [('Content-Type', 'application/json')])\n"
         "    return [body.encode()]\n")
-    cfg = (f"frontend:\n  type: wsgi\n  app: interpreter_app:app\n"
-           f"python:\n  venv: {TEST_VENV}\n  path: [{tmp_path}]\n"
-           f"executor:\n  type: {executor}\n")
-    server = m0_server(cfg, env={"VIRTUAL_ENV": ""})
     r = m0test.request(server.port, path="/")
     assert r.status == 200, r.body
     got = json.loads(r.body)
