@@ -58,6 +58,9 @@ struct lane_state {
 
     alignas(rings::cache_line) std::atomic<bool> reactor_waiting{false};
     std::atomic<bool> closed{false};  // the lane handle is gone: never wake it
+    // On the owed list of its loop's drain pass (owed_wakes): read and
+    // written by that loop's thread only.
+    bool wake_owed = false;
 };
 
 // One loop thread: its event loop, the eventfd it watches, its lanes.
@@ -81,6 +84,9 @@ struct loop_state {
     std::atomic<std::uint64_t> wait_sum_ns{0};
     std::array<std::atomic<lane_state*>, max_lanes> lanes{};
     std::atomic<std::size_t> lane_count{0};
+    // The lanes a drain pass completed work for and has not yet woken
+    // (asyncio_core::drain): the loop thread's only.
+    std::vector<lane_state*> owed_wakes;
     std::thread thread;
     python::py_ref loop;                 // the event loop object; its thread (GIL) only
     std::atomic<PyObject*> loop_seen{nullptr};  // the same, published for loop_service
@@ -111,7 +117,8 @@ public:
     // Reactor: after pushing on lane.inbound.
     static void wake_loop(loop_state& loop) noexcept;
     // Any thread: a completion (or partial result) for `lane`; push, then
-    // read the reactor's announcement.
+    // read the reactor's announcement. On a loop thread inside its drain
+    // pass, the read (and the wake) is owed to the end of the batch.
     static void push_completion(lane_state& lane, entry e);
 
     // The loop's reader callback (GIL held, on the loop thread).
