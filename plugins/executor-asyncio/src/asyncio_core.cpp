@@ -245,8 +245,9 @@ void pay_owed_wakes(std::vector<lane_state*>& owed) noexcept {
     owed.clear();
 }
 
-// One drain pass's batches: owes the wakes of this thread's pushes from
-// construction to pay(), and pays what is left at the end of the pass.
+// One drain pass's batches: this thread's pushes owe their wakes while it
+// lives (but for pause()..resume()); entry_done() pays them when a batch is
+// full or old, the destructor what is left at the end of the pass.
 class wake_batch {
 public:
     explicit wake_batch(std::vector<lane_state*>& owed) noexcept : owed_(owed) { owed_wakes = &owed_; }
@@ -370,6 +371,7 @@ void asyncio_core::run_loop(loop_state& loop) {
         return;
     }
     loop.loop = loop_obj;
+    loop.owed_wakes.reserve(max_lanes);  // no allocation in a drain pass
     python::py_ref capsule(PyCapsule_New(&loop, "m0.asyncio.loop", nullptr));
     python::py_ref drain_fn(PyCFunction_New(&drain_def, capsule.get()));
     const int fd = loop.wake.native_handle();
