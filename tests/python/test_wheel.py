@@ -187,7 +187,8 @@ def elf_files(directory):
 def test_wheel_is_manylinux_and_every_elf_in_it_is_self_contained(wheel, tmp_path):
     name = os.path.basename(wheel)
     v = run([PYTHON, "-c", "import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}')"]).stdout.strip()
-    assert re.fullmatch(rf"m0-[0-9.]+-{v}-{v}-manylinux_2_\d+_x86_64\.whl", name), name
+    # glibc 2.34 and GCC 11's libstdc++ (RHEL 9): cmake/gcc11_libstdcxx_abi.hpp.
+    assert re.fullmatch(rf"m0-[0-9.]+-{v}-{v}-manylinux_2_34_x86_64\.whl", name), name
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
         z.extractall(tmp_path)
@@ -210,9 +211,15 @@ def test_wheel_is_manylinux_and_every_elf_in_it_is_self_contained(wheel, tmp_pat
         for rpath in re.findall(r"\((?:RPATH|RUNPATH)\).*\[(.*)\]", dyn):
             for entry in rpath.split(":"):
                 assert entry.startswith("$ORIGIN"), (path, rpath)
+        # The symbol versions it needs: none newer than glibc 2.34 and GCC 11's libstdc++.
+        versions = re.findall(r"Name: (GLIBC(?:XX)?)_([0-9.]+)", run(["readelf", "-V", path]).stdout)
+        assert versions, path
+        too_new = [f"{lib}_{ver}" for lib, ver in versions
+                   if tuple(map(int, ver.split("."))) > ((3, 4, 29) if lib == "GLIBCXX" else (2, 34))]
+        assert not too_new, (path, too_new)
     auditwheel = os.path.join(m0test.SOURCE_DIR, "build-wheel", "tools", "bin", "auditwheel")
     show = run([auditwheel, "show", wheel]).stdout
-    assert re.search(r'consistent with the\s+following platform tag: "manylinux_2_\d+_x86_64"', show), show
+    assert re.search(r'consistent with the\s+following platform tag: "manylinux_2_34_x86_64"', show), show
 
 
 def test_version_says_hosted_and_which_python(venv):
@@ -229,6 +236,11 @@ def test_m0_plugins_lists_the_packaged_plugins(venv):
     assert out.returncode == 0, out.stderr
     assert "REFUSED" not in out.stdout, out.stdout
     site = str(venv["root"] / "venv" / "lib")
+    # One directory, the package's: nothing beside the venv's python (its
+    # bin/../lib/m0/plugins is no place of m0's).
+    searched = out.stdout.splitlines()[0].removeprefix("search path:").split()
+    assert len(searched) == 1 and searched[0].startswith(site) and searched[0].endswith("/m0/lib/m0/plugins"), \
+        out.stdout
     for name, kind in (("wsgi", "frontend"), ("asgi", "frontend"), ("http", "frontend"), ("pool", "executor"),
                        ("asyncio", "executor"), ("realtime", "module")):
         lines = [line for line in out.stdout.splitlines() if line.startswith(f"{name}\t{kind}\t")]

@@ -170,19 +170,20 @@ std::vector<std::string> plugin_loader::default_search_dirs(const std::vector<st
             rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
         }
     }
-    // Next to libm0core (lib/m0/plugins beside lib/libm0core.so): where a
-    // wheel keeps them, since there the running executable is a Python.
+    // Next to libm0core (lib/m0/plugins beside lib/libm0core.so): the build
+    // tree and an install keep them there, and so does a wheel, where the
+    // running executable is the user's Python (its venv's bin/../lib/m0 is
+    // nothing of m0's, so it is not searched).
     Dl_info self{};
     if (dladdr(reinterpret_cast<void*>(&plugin_loader::default_search_dirs), &self) && self.dli_fname) {
         fs::path lib = fs::path(absolute_path(self.dli_fname));
         dirs.push_back((lib.parent_path() / "m0" / "plugins").lexically_normal().string());
+        return dirs;
     }
+    // Where the core cannot be located: <executable>/../lib/m0/plugins.
     std::error_code ec;
     fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) {
-        std::string beside_exe = (exe.parent_path() / ".." / "lib" / "m0" / "plugins").lexically_normal().string();
-        if (std::find(dirs.begin(), dirs.end(), beside_exe) == dirs.end()) dirs.push_back(std::move(beside_exe));
-    }
+    if (!ec) dirs.push_back((exe.parent_path() / ".." / "lib" / "m0" / "plugins").lexically_normal().string());
     return dirs;
 }
 

@@ -39,11 +39,11 @@ public:
     explicit plugin_loader(std::vector<std::string> search_dirs);
 
     // plugins.path entries (already absolute), then $M0_PLUGIN_PATH
-    // (':'-separated), then <dir of libm0core>/m0/plugins, then
-    // <dir of the running executable>/../lib/m0/plugins when that differs,
+    // (':'-separated), then <dir of libm0core>/m0/plugins (or, only if
+    // libm0core cannot be located, <dir of the executable>/../lib/m0/plugins),
     // so that build/bin/m0 finds build/lib/m0/plugins, an installed bin/m0
     // finds lib/m0/plugins, and m0 hosted in a Python (the wheel) finds the
-    // plugins packaged beside its libm0core.
+    // plugins packaged beside its libm0core and nothing beside the Python.
     static std::vector<std::string> default_search_dirs(const std::vector<std::string>& configured);
 
     // Loads m0-<kind>-<name>.so from the first search dir that has it.

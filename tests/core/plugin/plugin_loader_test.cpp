@@ -237,7 +237,7 @@ BOOST_AUTO_TEST_CASE(list_all_shows_every_file_loaded_or_refused) {
     }
 }
 
-BOOST_AUTO_TEST_CASE(default_search_dirs_order_config_then_env_then_next_to_the_binary) {
+BOOST_AUTO_TEST_CASE(default_search_dirs_order_config_then_env_then_beside_the_core) {
     ::setenv("M0_PLUGIN_PATH", "/env/a::env/b", 1);
     auto dirs = plugin_loader::default_search_dirs({"/configured"});
     ::unsetenv("M0_PLUGIN_PATH");
@@ -245,7 +245,8 @@ BOOST_AUTO_TEST_CASE(default_search_dirs_order_config_then_env_then_next_to_the_
     BOOST_TEST(dirs[0] == "/configured");
     BOOST_TEST(dirs[1] == "/env/a");
     BOOST_TEST(dirs[2] == (fs::current_path() / "env" / "b").string());  // made absolute
-    // This test binary lives in <build>/tests, like m0 in <build>/bin.
+    // This test binary lives in <build>/tests, like m0 in <build>/bin, and
+    // libm0core in <build>/lib: one directory, named once.
     const auto exe_dir = fs::canonical("/proc/self/exe").parent_path();
     BOOST_TEST(dirs[3] == (exe_dir.parent_path() / "lib" / "m0" / "plugins").string());
 
