@@ -451,6 +451,7 @@ void session::dispatch() {
     ++served_;
     const auto max = limits_.max_requests_per_connection;
     keep_alive_ = data->req.keep_alive && (max == 0 || served_ < max);
+    client_closes_ = !data->req.keep_alive;
     version_ = data->req.version;
     is_head_ = data->is_head;
     resp_ = {};
@@ -1242,11 +1243,17 @@ void session::stream_close() {
 
 // Half-close, then read until the client closes (or a short timeout), so
 // unread input does not turn our close into a reset that destroys the
-// response before the client reads it.
+// response before the client reads it. Unless no input can come: then the
+// close is at once, as nginx's, and saves a wake-up, a timer and four system
+// calls on every connection a client ends after one request.
 void session::start_linger() {
     lingering_ = true;
     phase_ = read_phase::none;
     if (tls_) tls_->send_close_notify();
+    if (nothing_more_coming()) {
+        close();
+        return;
+    }
     error_code ec;
     socket_.shutdown(asio::socket_base::shutdown_send, ec);
     if (peer_eof_ || ec) {
@@ -1255,6 +1262,18 @@ void session::start_linger() {
     }
     set_read_deadline(clock::now() + server_->linger_timeout());
     maybe_read();
+}
+
+// The last request said it was the client's last (which forbids it to send
+// another: RFC 9112, 9.6) and was read whole, and no byte of anything else
+// waits, in m0's buffer, in TLS's or in the socket's: a close sends FIN after
+// the response, not a reset. A connection m0 ends for its own reasons
+// (draining, max requests, an error) lingers: its client may be sending.
+bool session::nothing_more_coming() {
+    if (!client_closes_ || served_ == 0 || upgraded_ || body_open_ || discarding_ || continue_owed_) return false;
+    if (rbegin_ != rend_ || parser_.got_some() || (tls_ && tls_->has_buffered_input())) return false;
+    error_code ec;
+    return socket_.available(ec) == 0 && !ec;
 }
 
 void session::close() {

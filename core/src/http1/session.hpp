@@ -198,6 +198,7 @@ private:
 
     // Connection end.
     void start_linger();
+    bool nothing_more_coming();
     void close();
 
     // Timeouts.
@@ -241,6 +242,7 @@ private:
     exchange_impl* active_ = nullptr;         // dispatched, response not finished
     response_state resp_;
     bool keep_alive_ = false;  // for the active exchange
+    bool client_closes_ = false;  // its request said it is the client's last (HTTP/1.0, Connection: close)
     unsigned version_ = 11;    // of the active exchange
     bool is_head_ = false;     // of the active exchange
     std::uint32_t served_ = 0;

@@ -1,6 +1,8 @@
 // Streamed request bodies, client-gone notifications, the half-close rule and
 // the peer's FIN (on_peer_eof), several drain waiters, upgraded connections
 // and the drain report.
+#include <chrono>
+
 #include <boost/test/unit_test.hpp>
 
 #include <boost/asio/error.hpp>
@@ -334,12 +336,60 @@ BOOST_AUTO_TEST_CASE(connection_close_response_written_in_full_is_not_force_clos
     auto r = c.read_response();
     BOOST_REQUIRE(r);
     BOOST_TEST(r->get("connection") == "close");
-    // The client keeps its socket open: the server lingers, waiting for it.
     BOOST_REQUIRE(eventually([&] { return srv.stats().in_flight.load() == 0; }));
     srv.drain();
     srv.force_close();
     BOOST_TEST(srv.stats().force_closed.load() == 0u);
     BOOST_TEST(srv.stats().live_connections.load() == 0u);
+}
+
+// The client said its request was its last and sent nothing more: the server
+// closes as soon as the response is out (a FIN after it, never a reset),
+// without waiting for the client, which still holds its socket open.
+BOOST_AUTO_TEST_CASE(a_clients_last_request_is_closed_at_once_with_a_fin) {
+    test_server srv;
+    for (const char* last : {"GET /fixed HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+                             "GET /fixed HTTP/1.0\r\n\r\n"}) {
+        test_client c(srv.port());
+        c.send(last);
+        auto r = c.read_response();
+        const auto answered = std::chrono::steady_clock::now();
+        BOOST_REQUIRE(r);
+        BOOST_TEST(r->body == "Hello, World!");
+        BOOST_TEST(eventually([&] { return srv.stats().live_connections.load() == 0; }));
+        // Not after a linger: that would end only when its 2 s bound ran out.
+        const auto waited = std::chrono::steady_clock::now() - answered;
+        BOOST_TEST(std::chrono::duration_cast<std::chrono::milliseconds>(waited).count() < 2000);
+        char byte;
+        BOOST_TEST(::recv(c.fd(), &byte, 1, 0) == 0);  // end of stream, not ECONNRESET
+    }
+    BOOST_TEST(srv.stats().force_closed.load() == 0u);
+}
+
+// Closing for its own reasons (here the connection's last allowed request),
+// the server half-closes and lingers: the client, which asked to keep the
+// connection, may already be sending its next request, and that must not
+// turn the close into a reset that destroys the response.
+BOOST_AUTO_TEST_CASE(a_server_side_close_lingers_until_the_client_closes) {
+    m0::http_limits limits;
+    limits.max_requests_per_connection = 1;
+    test_server srv(limits);
+    test_client c(srv.port());
+    c.send("GET /fixed HTTP/1.1\r\nHost: t\r\n\r\n");
+    auto r = c.read_response();
+    const auto answered = std::chrono::steady_clock::now();
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->get("connection") == "close");
+    c.send("GET /fixed HTTP/1.1\r\nHost: t\r\n\r\n");  // too late: read and dropped
+    BOOST_TEST(c.closed_by_peer());
+    char byte;
+    BOOST_TEST(::recv(c.fd(), &byte, 1, 0) == 0);
+    // Still open, reading what the client sends, for up to 2 s (the linger's
+    // bound): asserted only if this thread got here well within it.
+    const auto live = srv.stats().live_connections.load();
+    if (std::chrono::steady_clock::now() - answered < std::chrono::milliseconds(1500)) BOOST_TEST(live == 1u);
+    c.close();
+    BOOST_TEST(eventually([&] { return srv.stats().live_connections.load() == 0; }));
 }
 
 BOOST_AUTO_TEST_CASE(upgraded_connection_echoes_bytes_sent_with_and_after_the_head) {
