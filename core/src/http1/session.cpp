@@ -86,8 +86,8 @@ void session::start() {
     rcap_ = initial_read_buffer;
     rbuf_.reset(new char[rcap_]);
     const auto now = clock::now();
-    update_read_phase(now);
-    arm_timer(now);
+    update_read_phase(now);  // arms the timer for the first head's deadline
+    if (armed_ == clock::time_point::max()) arm_timer(now);  // no header_timeout: the tick alone
     process();
 }
 
