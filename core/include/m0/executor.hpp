@@ -145,9 +145,9 @@ public:
 // frontend must then not keep anything: it learns that on_idle is called by
 // its first call.
 struct thread_hooks {
-    std::function<void()> on_start;
-    std::function<void()> on_stop;
-    std::function<void()> on_idle;
+    std::function<void()> on_start{};
+    std::function<void()> on_stop{};
+    std::function<void()> on_idle{};
 };
 
 // Time from submit to a thread starting the job, as a histogram: per bucket

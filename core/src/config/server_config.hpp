@@ -26,7 +26,7 @@ struct listen_address {
     boost::asio::ip::tcp::endpoint endpoint;
     bool proxy_protocol = false;             // "HOST:PORT proxy": connections start with a PROXY header
     bool tls = false;                        // "HOST:PORT tls": connections speak TLS (the `tls:` section)
-    std::optional<bool> http2;               // "h1": HTTP/1.1 only; "h2": HTTP/2 too; unset: http2.enabled
+    std::optional<bool> http2{};             // "h1": HTTP/1.1 only; "h2": HTTP/2 too; unset: http2.enabled
 };
 
 // An executor of the deployment: one of `executors:`, or the `executor:`

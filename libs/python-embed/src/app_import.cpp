@@ -54,7 +54,13 @@ py_ref literal_args(std::string_view spec, std::string_view args) {
     if (args.find_first_not_of(" \t") == std::string_view::npos) return py_ref(PyTuple_New(0));
     py_ref ast(PyImport_ImportModule("ast"));
     if (!ast) fail_with_traceback(spec, "cannot import ast");
-    std::string src = "(" + std::string(args) + ",)";
+    // Appended, not `"(" + std::string(args) + ",)"`, on which GCC 12 warns
+    // (-Wrestrict, a false positive of its string inlining).
+    std::string src;
+    src.reserve(args.size() + 3);
+    src += '(';
+    src += args;
+    src += ",)";
     py_ref tuple(PyObject_CallMethod(ast.get(), "literal_eval", "s", src.c_str()));
     if (!tuple || !PyTuple_Check(tuple.get()))
         fail_with_traceback(spec, "factory arguments must be Python literals");

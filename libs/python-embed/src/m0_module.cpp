@@ -79,7 +79,8 @@ PyMethodDef methods[] = {
      "Sends data (str or bytes) to every connection held on channel; any thread, never blocks."},
     {nullptr, nullptr, 0, nullptr}};
 
-PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "m0", "m0's runtime: publish to held connections.", -1, methods};
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "m0", "m0's runtime: publish to held connections.", -1, methods,
+                          nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace
 

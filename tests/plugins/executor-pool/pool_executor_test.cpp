@@ -43,21 +43,6 @@ cpu_set_t cores_of_this_thread() {
     return cores;
 }
 
-// The cores each job ran on, recorded by the jobs.
-struct cores_seen {
-    void record() {
-        const cpu_set_t mine = cores_of_this_thread();
-        std::lock_guard lock(mutex);
-        seen.push_back(mine);
-    }
-    std::size_t count() {
-        std::lock_guard lock(mutex);
-        return seen.size();
-    }
-    std::mutex mutex;
-    std::vector<cpu_set_t> seen;
-};
-
 // Runs body(reactor) on a thread pinned to `core`, acting as a reactor of
 // `ex`; true if the pin held and body returned true.
 template <class Body>
@@ -84,6 +69,24 @@ cpu_set_t last_core_of(const cpu_set_t& cores) {
 }
 
 }  // namespace
+
+// The cores each job ran on, recorded by the jobs. Outside the anonymous
+// namespace: the data test cases' lambdas capture it (-Wsubobject-linkage).
+namespace m0::pool::test {
+struct cores_seen {
+    void record() {
+        const cpu_set_t mine = cores_of_this_thread();
+        std::lock_guard lock(mutex);
+        seen.push_back(mine);
+    }
+    std::size_t count() {
+        std::lock_guard lock(mutex);
+        return seen.size();
+    }
+    std::mutex mutex;
+    std::vector<cpu_set_t> seen;
+};
+}  // namespace m0::pool::test
 
 // 1000 jobs into rings of 4, in one go: none is dropped, each completes once.
 BOOST_DATA_TEST_CASE(full_ring_keeps_every_job, ring_kinds, ring) {

@@ -11,8 +11,18 @@
 namespace m0::test {
 
 inline void log_hook(std::string_view who, std::string_view hook, std::string_view extra = {}) {
-    std::string line = "hook " + std::string(who) + " " + std::string(hook) + " pid=" + std::to_string(::getpid());
-    if (!extra.empty()) line += " " + std::string(extra);
+    // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on
+    // `"literal" + std::string(...)`.
+    std::string line = "hook ";
+    line += who;
+    line += ' ';
+    line += hook;
+    line += " pid=";
+    line += std::to_string(::getpid());
+    if (!extra.empty()) {
+        line += ' ';
+        line += extra;
+    }
     log::info(line);
 }
 
