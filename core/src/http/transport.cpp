@@ -10,9 +10,9 @@ using boost::system::error_code;
 namespace {
 // The output queue's way through TLS.
 struct tls_sink final : output_queue::sink {
-    explicit tls_sink(tls::connection& c) : conn(c) {}
+    tls_sink(tls::connection& c, bool more) : conn(c), more_follows(more) {}
     output_queue::result write(const char* data, std::size_t len, std::size_t& written, int& error) override {
-        switch (conn.write(data, len, written)) {
+        switch (conn.write(data, len, written, more_follows)) {
             case tls::connection::status::done: return output_queue::result::done;
             case tls::connection::status::want_write: return output_queue::result::would_block;
             case tls::connection::status::want_read:  // no renegotiation: a peer that asks for one is broken
@@ -23,6 +23,7 @@ struct tls_sink final : output_queue::sink {
         return output_queue::result::failed;
     }
     tls::connection& conn;
+    const bool more_follows;
 };
 }  // namespace
 
@@ -43,9 +44,9 @@ std::size_t transport_read(asio::ip::tcp::socket& socket, tls::connection* tls, 
 }
 
 output_queue::result transport_flush(output_queue& out, asio::ip::tcp::socket& socket, tls::connection* tls,
-                                     int& error) {
+                                     int& error, bool close_notify_follows) {
     if (!tls) return out.flush(socket.native_handle(), error);
-    tls_sink through_tls{*tls};
+    tls_sink through_tls{*tls, close_notify_follows};
     return out.flush(through_tls, error);
 }
 

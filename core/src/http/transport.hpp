@@ -21,8 +21,11 @@ std::size_t transport_read(boost::asio::ip::tcp::socket& socket, tls::connection
                            boost::system::error_code& ec, bool& wants_write);
 
 // Writes what `out` holds until it is empty or the socket would block.
+// close_notify_follows: the caller sends TLS's close_notify right after
+// (tls::connection::send_close_notify, until it returns true), so the last
+// small records may wait to leave with it in one send.
 output_queue::result transport_flush(output_queue& out, boost::asio::ip::tcp::socket& socket, tls::connection* tls,
-                                     int& error);
+                                     int& error, bool close_notify_follows = false);
 
 // Calls ready(ec) once a TLS read may make progress: posted at once when
 // OpenSSL holds records read ahead (the socket may be empty), else when the

@@ -86,8 +86,16 @@ void session::start() {
     rcap_ = initial_read_buffer;
     rbuf_.reset(new char[rcap_]);
     const auto now = clock::now();
-    update_read_phase(now);  // arms the timer for the first head's deadline
-    if (armed_ == clock::time_point::max()) arm_timer(now);  // no header_timeout: the tick alone
+    if (tls_context_ && !proxy_pending_) {
+        // The handshake's deadline at once (start_tls sets it again, no
+        // earlier): one timer arm per connection, not the head's and then
+        // the handshake's.
+        read_deadline_ = after(tls_context_->config().handshake_timeout, now);
+        arm_timer(now);
+    } else {
+        update_read_phase(now);  // arms the timer for the first head's deadline
+        if (armed_ == clock::time_point::max()) arm_timer(now);  // no header_timeout: the tick alone
+    }
     process();
 }
 
@@ -877,7 +885,9 @@ void session::flush() {
         int err = 0;
         const auto before = out_.pending();
         if (tls_ && !tls_->established()) return;  // nothing is written before the handshake ends
-        const auto r = transport_flush(out_, socket_, tls_.get(), err);
+        // The connection's last response: it may leave with close_notify.
+        const bool linger_follows = close_after_flush_ && !lingering_ && !active_;
+        const auto r = transport_flush(out_, socket_, tls_.get(), err, linger_follows);
         if (recorder_) recorder_->bytes_out(before - out_.pending());
         if (r == output_queue::result::failed) {
             mark_gone();
@@ -1249,7 +1259,37 @@ void session::stream_close() {
 void session::start_linger() {
     lingering_ = true;
     phase_ = read_phase::none;
-    if (tls_) tls_->send_close_notify();
+    if (tls_ && !tls_->send_close_notify()) {
+        finish_tls_output();
+        return;
+    }
+    linger();
+}
+
+// The end of the last response, held to leave with close_notify, did not
+// fit in the socket: it goes as the socket drains, under the write timeout,
+// and the close waits for it.
+void session::finish_tls_output() {
+    read_deadline_ = clock::time_point::max();  // nothing is read meanwhile
+    set_write_deadline(after(limits_.write_timeout, clock::now()));
+    write_wait_pending_ = true;
+    socket_.async_wait(asio::socket_base::wait_write, [self = shared_from_this()](const error_code& ec) {
+        self->write_wait_pending_ = false;
+        if (self->closed_) return;
+        if (ec) {
+            self->close();
+            return;
+        }
+        if (!self->tls_->send_close_notify()) {
+            self->finish_tls_output();
+            return;
+        }
+        self->write_deadline_ = clock::time_point::max();
+        self->linger();
+    });
+}
+
+void session::linger() {
     if (nothing_more_coming()) {
         close();
         return;

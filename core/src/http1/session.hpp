@@ -198,6 +198,8 @@ private:
 
     // Connection end.
     void start_linger();
+    void finish_tls_output();
+    void linger();
     bool nothing_more_coming();
     void close();
 

@@ -1,6 +1,7 @@
 #include "m0/tls/connection.hpp"
 
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <cerrno>
 #include <cstring>
@@ -19,17 +20,57 @@ namespace m0::tls {
 
 // What the socket BIO reads from and writes to. Its own BIO rather than
 // OpenSSL's socket BIO: bytes read before the handshake (after a PROXY
-// header) come first, writes never raise SIGPIPE (MSG_NOSIGNAL), and the
-// errno of a failed call is kept for the caller.
+// header) come first, writes never raise SIGPIPE (MSG_NOSIGNAL), the errno
+// of a failed call is kept for the caller, and small writes may be held to
+// leave in one send with what follows (connection.hpp says when).
 struct connection::io_state {
     int fd = -1;
     std::string prefix;
     std::size_t prefix_used = 0;
     bool eof = false;
     int error = 0;
+    // Writes up to held_output_limit may wait in `held`; holding_all: every
+    // write does (the close_notify alert, which is never left half written
+    // inside OpenSSL).
+    bool holding = false;
+    bool holding_all = false;
+    std::string held;      // records written and not sent yet, in order
+    std::uint64_t sends = 0;
 };
 
 namespace {
+
+// Enough for TLS 1.3's two session tickets, a small response and an alert:
+// what a connection that ends after one request writes after its handshake.
+// Larger output is sent as OpenSSL writes it, so nothing big is copied.
+constexpr std::size_t held_output_limit = 4096;
+
+// Sends `held` and then [in, in + len) in one call. Returns how many bytes
+// of `in` went; -1 with errno when the call failed. What is held is sent
+// first: bytes of `in` go only once `held` is empty.
+ssize_t send_after_held(connection::io_state& io, const char* in, std::size_t len) {
+    iovec parts[2];
+    int count = 0;
+    if (!io.held.empty()) parts[count++] = {io.held.data(), io.held.size()};
+    if (len > 0) parts[count++] = {const_cast<char*>(in), len};
+    if (count == 0) return 0;
+    msghdr m{};
+    m.msg_iov = parts;
+    m.msg_iovlen = static_cast<std::size_t>(count);
+    ssize_t n;
+    do n = ::sendmsg(io.fd, &m, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) return -1;
+    ++io.sends;
+    const auto sent = static_cast<std::size_t>(n);
+    if (sent < io.held.size()) {
+        io.held.erase(0, sent);
+        return 0;
+    }
+    const std::size_t of_in = sent - io.held.size();
+    io.held.clear();
+    return static_cast<ssize_t>(of_in);
+}
 
 int bio_read(BIO* b, char* out, std::size_t len, std::size_t* done) {
     auto* io = static_cast<connection::io_state*>(BIO_get_data(b));
@@ -62,22 +103,27 @@ int bio_read(BIO* b, char* out, std::size_t len, std::size_t* done) {
 int bio_write(BIO* b, const char* in, std::size_t len, std::size_t* done) {
     auto* io = static_cast<connection::io_state*>(BIO_get_data(b));
     BIO_clear_retry_flags(b);
-    for (;;) {
-        const ssize_t n = ::send(io->fd, in, len, MSG_NOSIGNAL);
-        if (n >= 0) {
-            *done = static_cast<std::size_t>(n);
-            return 1;
-        }
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_write(b);
-        else io->error = errno;
-        return 0;
+    if (io->holding_all || (io->holding && io->held.size() + len <= held_output_limit)) {
+        io->held.append(in, len);
+        *done = len;
+        return 1;
     }
+    const ssize_t n = send_after_held(*io, in, len);
+    if (n > 0) {
+        *done = static_cast<std::size_t>(n);
+        return 1;
+    }
+    // Nothing of `in` was taken: OpenSSL retries the same record later.
+    if (n == 0 || errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_write(b);
+    else io->error = errno;
+    return 0;
 }
 
 long bio_ctrl(BIO* b, int cmd, long, void*) {
     switch (cmd) {
-        case BIO_CTRL_FLUSH: return 1;  // writes go straight to the socket
+        // OpenSSL flushes after each handshake message (each TLS 1.3 ticket
+        // alone); the connection sends what is held at the end of its call.
+        case BIO_CTRL_FLUSH: return 1;
         // What SSL_OP_IGNORE_UNEXPECTED_EOF asks: the socket ended.
         case BIO_CTRL_EOF: return static_cast<connection::io_state*>(BIO_get_data(b))->eof ? 1 : 0;
         default: return 0;
@@ -191,38 +237,86 @@ connection::status connection::handshake() {
         return status::failed;
     }
     ERR_clear_error();
+    io_->holding = true;
     const int r = SSL_do_handshake(ssl_);
+    io_->holding = false;
     if (r == 1) {
         established_ = true;
+        // TLS 1.3's session tickets (written after the client's Finished)
+        // wait for the first response, or for the first read that finds
+        // nothing to read: no client waits for them. TLS 1.2's last flight
+        // (the server's Finished) is waited for: it goes now.
+        if (SSL_version(ssl_) != TLS1_3_VERSION) return flush_output();
         return status::done;
     }
-    return after_error(r, true);
+    const status s = after_error(r, true);
+    const status flushed = flush_output();
+    if (s == status::want_read && flushed == status::want_write) return status::want_write;
+    return s;
+}
+
+bool connection::has_held_output() const noexcept { return !io_->held.empty(); }
+
+std::uint64_t connection::socket_writes() const noexcept { return io_->sends; }
+
+connection::status connection::flush_output() {
+    while (!io_->held.empty()) {
+        if (send_after_held(*io_, nullptr, 0) >= 0) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return status::want_write;
+        io_->error = errno;
+        socket_errno_ = errno;
+        return status::failed;
+    }
+    return status::done;
 }
 
 connection::status connection::read(char* buf, std::size_t cap, std::size_t& n) {
     n = 0;
     ERR_clear_error();
-    if (SSL_read_ex(ssl_, buf, cap, &n) == 1) return status::done;
-    return after_error(0, false);
+    io_->holding = true;
+    const int r = SSL_read_ex(ssl_, buf, cap, &n);
+    io_->holding = false;
+    if (r == 1) return status::done;  // what a read wrote (tickets, a key update) waits for the next write
+    const status s = after_error(0, false);
+    // The caller waits now: what is held goes before it does.
+    const status flushed = flush_output();
+    if (s == status::want_read && flushed != status::done) return flushed;
+    return s;
 }
 
 bool connection::has_buffered_input() const noexcept {
     return io_->prefix_used < io_->prefix.size() || (ssl_ && SSL_has_pending(ssl_));
 }
 
-connection::status connection::write(const char* data, std::size_t len, std::size_t& n) {
+connection::status connection::write(const char* data, std::size_t len, std::size_t& n, bool more_follows) {
     n = 0;
-    if (len == 0) return status::done;
+    if (len == 0) return more_follows ? status::done : flush_output();
     ERR_clear_error();
-    if (SSL_write_ex(ssl_, data, len, &n) == 1) return status::done;
+    io_->holding = more_follows;
+    const int r = SSL_write_ex(ssl_, data, len, &n);
+    io_->holding = false;
+    if (r == 1) return status::done;  // not holding: the last record went, and with it all that was held
     return after_error(0, false);
 }
 
-void connection::send_close_notify() noexcept {
-    if (!ssl_ || !established_) return;
-    ERR_clear_error();
-    SSL_shutdown(ssl_);
-    ERR_clear_error();
+bool connection::send_close_notify() noexcept {
+    if (!ssl_ || !established_) return true;
+    if (!close_notify_queued_) {
+        // The alert joins what is held, so OpenSSL never has it half sent
+        // (called again, SSL_shutdown would read the client's instead);
+        // all of it then leaves in one send, as the socket takes it.
+        close_notify_queued_ = true;
+        ERR_clear_error();
+        io_->holding_all = true;
+        SSL_shutdown(ssl_);
+        io_->holding_all = false;
+        ERR_clear_error();
+    }
+    switch (flush_output()) {
+        case status::want_write: return false;
+        case status::done: return true;
+        default: io_->held.clear(); return true;  // the socket failed: nothing more will go
+    }
 }
 
 connection::status connection::after_error(int ret, bool handshaking) {

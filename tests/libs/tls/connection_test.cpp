@@ -182,6 +182,8 @@ struct server_side {
     std::size_t sent = 0;
     int want_writes = 0;
     bool failed = false;
+    std::size_t slice = 65536;
+    bool close_notify = false;  // the response written with more_follows, then close_notify
 
     step operator()() {
         if (!tls.established()) {
@@ -199,11 +201,13 @@ struct server_side {
         }
         while (sent < response.size()) {
             std::size_t n = 0;
-            const status s = tls.write(response.data() + sent, std::min<std::size_t>(response.size() - sent, 65536), n);
+            const status s =
+                tls.write(response.data() + sent, std::min(response.size() - sent, slice), n, close_notify);
             if (s == status::done) sent += n;
             else if (s == status::want_read || s == status::want_write) return ++want_writes, step{false, events_of(s)};
             else return failed = true, step{true};
         }
+        if (close_notify && !tls.send_close_notify()) return {false, POLLOUT};
         return {true};
     }
 };
@@ -519,6 +523,159 @@ BOOST_AUTO_TEST_CASE(send_close_notify_ends_the_clients_stream) {
     BOOST_REQUIRE(run(-1, nothing_to_do, c.sockets.client, client_reads));
     BOOST_TEST(rc == 0);
     BOOST_TEST(error == SSL_ERROR_ZERO_RETURN);
+}
+
+// The client's end after a response: its read says the stream ended by
+// close_notify (rc 0, SSL_ERROR_ZERO_RETURN).
+bool client_sees_close_notify(SSL* client, int client_fd) {
+    int rc = 0, error = SSL_ERROR_NONE;
+    const std::function<step()> client_reads = [&] {
+        char buf[64];
+        rc = SSL_read(client, buf, sizeof buf);
+        error = SSL_get_error(client, rc);
+        if (error == SSL_ERROR_WANT_READ) return step{false, POLLIN};
+        return step{true};
+    };
+    return run(-1, nothing_to_do, client_fd, client_reads) && rc == 0 && error == SSL_ERROR_ZERO_RETURN;
+}
+
+// A connection that ends after one request (HTTP/1.0, Connection: close):
+// after the server's first flight, its session tickets, the response and
+// close_notify leave in one send, not four; the client gets all of them.
+BOOST_AUTO_TEST_CASE(tickets_a_last_response_and_close_notify_leave_in_one_send) {
+    const auto server = load();
+    socket_pair sockets;
+    connection tls(*server, sockets.server);
+    tls_client client(sockets.client, {});
+    static int tickets = 0;
+    tickets = 0;
+    SSL_CTX_set_session_cache_mode(client.context.get(), SSL_SESS_CACHE_CLIENT);
+    SSL_CTX_sess_set_new_cb(client.context.get(), [](SSL*, SSL_SESSION*) { return ++tickets, 0; });
+    SSL* c = client.ssl.get();
+
+    BOOST_TEST(SSL_do_handshake(c) == -1);  // ClientHello
+    BOOST_TEST(tls.handshake() == status::want_read);
+    BOOST_TEST(tls.socket_writes() == 1u);  // ServerHello .. Finished
+    BOOST_TEST(!tls.has_held_output());
+    BOOST_REQUIRE(SSL_do_handshake(c) == 1);  // the client's Finished
+    BOOST_REQUIRE(SSL_write(c, http_request.data(), static_cast<int>(http_request.size())) > 0);
+
+    BOOST_TEST(tls.handshake() == status::done);
+    BOOST_TEST(tls.has_held_output());  // TLS 1.3's tickets wait
+    char buf[512];
+    std::size_t n = 0;
+    BOOST_TEST(tls.read(buf, sizeof buf, n) == status::done);
+    BOOST_TEST(std::string(buf, n) == http_request);
+    const std::string response = "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nhi";
+    BOOST_TEST(tls.write(response.data(), response.size(), n, true) == status::done);
+    BOOST_TEST(n == response.size());
+    BOOST_TEST(tls.socket_writes() == 1u);
+    BOOST_TEST(tls.send_close_notify());
+    BOOST_TEST(tls.socket_writes() == 2u);
+    BOOST_TEST(!tls.has_held_output());
+
+    std::string got(response.size(), '\0');
+    std::size_t read = 0;
+    BOOST_REQUIRE(SSL_read_ex(c, got.data(), got.size(), &read) == 1);
+    BOOST_TEST(got.substr(0, read) == response);
+    BOOST_TEST(client_sees_close_notify(c, sockets.client));
+    BOOST_TEST(tickets == 2);  // both TLS 1.3 tickets arrived
+}
+
+// Tickets held after the handshake go before the server waits: a client
+// that sends nothing yet still gets them, once a read finds nothing.
+BOOST_AUTO_TEST_CASE(held_tickets_go_when_a_read_finds_nothing_to_read) {
+    const auto server = load();
+    socket_pair sockets;
+    connection tls(*server, sockets.server);
+    tls_client client(sockets.client, {});
+    SSL* c = client.ssl.get();
+    BOOST_TEST(SSL_do_handshake(c) == -1);
+    BOOST_TEST(tls.handshake() == status::want_read);
+    BOOST_REQUIRE(SSL_do_handshake(c) == 1);
+    BOOST_TEST(tls.handshake() == status::done);
+    BOOST_TEST(tls.has_held_output());
+    char buf[64];
+    std::size_t n = 0;
+    BOOST_TEST(tls.read(buf, sizeof buf, n) == status::want_read);
+    BOOST_TEST(!tls.has_held_output());
+    BOOST_TEST(tls.socket_writes() == 2u);
+}
+
+// A TLS 1.2 handshake ends with the server's Finished, which its client
+// waits for: nothing is held then.
+BOOST_AUTO_TEST_CASE(a_tls12_handshake_holds_nothing_back) {
+    const auto server = load();
+    client_options tls12;
+    tls12.max_version = TLS1_2_VERSION;
+    conversation c(*server, tls12, "HTTP/1.1 204 No Content\r\n\r\n");
+    BOOST_TEST(c.run_to_end());
+    BOOST_TEST(!c.tls.has_held_output());
+}
+
+// Small records held for close_notify through a socket that keeps filling:
+// held bytes partly sent and OpenSSL retrying its record behind them. Every byte arrives, in order, then the end.
+BOOST_AUTO_TEST_CASE(a_response_held_in_small_records_arrives_whole_before_close_notify) {
+    const auto server = load();
+    conversation c(*server, {}, random_bytes(2 << 20, 3));
+    c.sockets.shrink_buffers(4096);
+    c.server.slice = 700;
+    c.server.close_notify = true;
+    BOOST_TEST(c.run_to_end());
+    BOOST_TEST(c.server.want_writes > 0);
+    BOOST_TEST(sha256_hex(c.client_end.response) == sha256_hex(c.response));
+    BOOST_TEST(!c.tls.has_held_output());
+    BOOST_TEST(client_sees_close_notify(c.client.ssl.get(), c.sockets.client));
+}
+
+// The socket too full for what is held and close_notify: send_close_notify
+// says so (false) until the client has read enough, and then the held bytes
+// and the alert arrive whole, in order.
+BOOST_AUTO_TEST_CASE(close_notify_behind_held_bytes_waits_for_a_full_socket) {
+    const auto server = load();
+    socket_pair sockets;
+    sockets.shrink_buffers(1);  // the kernel's minimum
+    connection tls(*server, sockets.server);
+    tls_client client(sockets.client, {});
+    SSL* c = client.ssl.get();
+    bool failed = false;
+    BOOST_REQUIRE(run(
+        sockets.server, [&] { return server_handshake_step(tls); }, sockets.client,
+        [&] {
+            const int rc = SSL_do_handshake(c);
+            return rc == 1 ? step{true} : waiting(c, rc, failed);
+        }));
+    BOOST_REQUIRE(tls.established());
+    // Written at once and left unread: the socket's room shrinks.
+    const std::string first = random_bytes(1500, 4);
+    std::size_t n = 0;
+    BOOST_REQUIRE(tls.write(first.data(), first.size(), n) == status::done);
+    // Held, up to the limit (with the tickets the handshake left).
+    const std::string last = random_bytes(3400, 5);
+    BOOST_REQUIRE(tls.write(last.data(), last.size(), n, true) == status::done);
+    BOOST_TEST(tls.has_held_output());
+    BOOST_TEST(!tls.send_close_notify());  // no room for it all
+    std::string got;
+    bool ended = false;  // by close_notify
+    int retries = 0;
+    const std::function<step()> server_end = [&] {
+        if (tls.send_close_notify()) return step{true};
+        return ++retries, step{false, POLLOUT};
+    };
+    const std::function<step()> client_reads = [&] {
+        char buf[512];
+        std::size_t r = 0;
+        if (SSL_read_ex(c, buf, sizeof buf, &r) == 1) return got.append(buf, r), step{false, 0};
+        const int error = SSL_get_error(c, 0);
+        if (error == SSL_ERROR_WANT_READ) return step{false, POLLIN};
+        ended = error == SSL_ERROR_ZERO_RETURN;
+        return step{true};
+    };
+    BOOST_REQUIRE(run(sockets.server, server_end, sockets.client, client_reads));
+    BOOST_TEST(got == first + last);
+    BOOST_TEST(ended);
+    BOOST_TEST(!tls.has_held_output());
+    BOOST_TEST(retries > 0);
 }
 
 // Several reactor threads start connections from one server_context: its

@@ -69,11 +69,26 @@ public:
     bool has_buffered_input() const noexcept;
     // Writes a prefix of [data, data+len). want_write: nothing of it was
     // taken; retry later with the same bytes at the same position (a record
-    // may already be half sent).
-    status write(const char* data, std::size_t len, std::size_t& n);
-    // Sends close_notify if the socket takes it now; never waits for the
-    // client's.
-    void send_close_notify() noexcept;
+    // may already be half sent). more_follows: the caller writes again (or
+    // sends close_notify) before it waits, so small records may be held to
+    // leave with the next ones in one send; without it, the records go now
+    // with all that was held before them.
+    status write(const char* data, std::size_t len, std::size_t& n, bool more_follows = false);
+    // Sends close_notify, with what is held, as far as the socket takes it
+    // now; never waits for the client's. False: output is still held (the
+    // socket is full); call again once it is writable, until true.
+    bool send_close_notify() noexcept;
+
+    // Output is held at three points, each to save a send per connection:
+    // the session tickets a TLS 1.3 handshake ends with, what a read that
+    // returned data wrote, and write(..., more_follows). It goes with the
+    // next write, or when a handshake or read returns anything but done
+    // (the caller is about to wait), or by flush_output().
+    bool has_held_output() const noexcept;
+    // Sends what is held: done, want_write (the socket is full) or failed.
+    status flush_output();
+    // send(2) calls made so far (what the tests count).
+    std::uint64_t socket_writes() const noexcept;
 
     // An abbreviated handshake (a ticket or a cached session).
     bool resumed() const noexcept;
@@ -99,6 +114,7 @@ private:
     int socket_errno_ = 0;
     bool established_ = false;
     bool protocol_error_ = false;  // a TLS error after the handshake
+    bool close_notify_queued_ = false;
 };
 
 }  // namespace m0::tls
