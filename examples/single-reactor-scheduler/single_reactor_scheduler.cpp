@@ -5,6 +5,8 @@
 // A model for plugin authors; m0's own schedulers (plugins/scheduler-*) add
 // many reactors, core pinning, crash accounting and the bounded stop of a
 // reactor held by application code.
+#include <fcntl.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -35,7 +37,12 @@ using asio::ip::tcp;
 class acceptor_listener final : public m0::listener {
 public:
     acceptor_listener(asio::io_context& io, int fd) : acceptor_(io, m0::socket_protocol(fd), fd) {}
-    void async_accept(accept_handler handler) override { acceptor_.async_accept(std::move(handler)); }
+    void async_accept(accept_handler handler) override {
+        acceptor_.async_accept([h = std::move(handler)](boost::system::error_code ec, tcp::socket s) mutable {
+            if (!ec) ::fcntl(s.native_handle(), F_SETFD, FD_CLOEXEC);  // the seam's promise (m0/reactor.hpp)
+            h(ec, std::move(s));
+        });
+    }
     tcp::endpoint local_endpoint() const override { return acceptor_.local_endpoint(); }
     void cancel() {
         boost::system::error_code ec;

@@ -33,6 +33,8 @@ server::server(reactor_context& ctx, handler& h)
         slot.proxy_protocol = clients_ && i < clients_->proxy_protocol.size() && clients_->proxy_protocol[i];
         slot.tls = clients_ && clients_->tls_contexts && i < clients_->tls.size() && clients_->tls[i];
         slot.http2 = clients_ && i < clients_->http2.size() && clients_->http2[i];
+        if (const auto bound = l->local_endpoint(); !bound.address().is_unspecified() && bound.port() != 0)
+            slot.local = bound;
         slot.retry = std::make_unique<asio::steady_timer>(io_);
         listeners_.push_back(std::move(slot));
     }
@@ -119,7 +121,8 @@ void server::start_burst(std::size_t i) {
     std::shared_ptr<const tls::server_context> tls;
     if (slot.tls && !burst.empty()) tls = clients_->tls_contexts->get();
     for (auto& socket : burst) {
-        auto s = std::make_shared<session>(shared_from_this(), std::move(socket), slot.proxy_protocol, tls, slot.http2);
+        auto s = std::make_shared<session>(shared_from_this(), std::move(socket), slot.proxy_protocol, tls, slot.http2,
+                                           slot.local);
         s->start();
         // Accepted, so its client is sending a request to this process: the
         // session answers it and closes (a silent one after a short grace).

@@ -60,6 +60,10 @@ private:
         bool proxy_protocol = false;  // connections start with a PROXY header
         bool tls = false;             // connections speak TLS
         bool http2 = false;           // and may speak HTTP/2
+        // The address its connections arrive at, when the listener is bound
+        // to one (not a wildcard): every accepted socket's own, so sessions
+        // need no getsockname. Unspecified otherwise.
+        boost::asio::ip::tcp::endpoint local;
         bool accepting = false;
         std::unique_ptr<boost::asio::steady_timer> retry;
         // Accepted in this burst, sessions not started yet.

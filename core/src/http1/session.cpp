@@ -56,7 +56,7 @@ boost::system::error_code body_error(unsigned status) {
 }  // namespace
 
 session::session(std::shared_ptr<server> owner, asio::ip::tcp::socket socket, bool proxy_protocol,
-                 std::shared_ptr<const tls::server_context> tls, bool http2)
+                 std::shared_ptr<const tls::server_context> tls, bool http2, asio::ip::tcp::endpoint local)
     : server_(std::move(owner)),
       limits_(server_->limits()),
       recorder_(server_->recorder()),
@@ -64,6 +64,7 @@ session::session(std::shared_ptr<server> owner, asio::ip::tcp::socket socket, bo
       tls_context_(std::move(tls)),
       timer_(server_->io()),
       parser_(limits_) {
+    local_ = local;
     proxy_pending_ = proxy_protocol;
     http2_ = http2;
 }
@@ -80,7 +81,7 @@ void session::start() {
     socket_.set_option(asio::ip::tcp::no_delay(true), ec);
     socket_.non_blocking(true, ec);
     remote_ = socket_.remote_endpoint(ec);
-    local_ = socket_.local_endpoint(ec);
+    if (local_.address().is_unspecified()) local_ = socket_.local_endpoint(ec);
     update_trust();
     if (log::enabled(log::level::debug)) log::debug(log_prefix() + ": connection opened");
     rcap_ = initial_read_buffer;

@@ -47,8 +47,11 @@ public:
     // http2: the client may speak HTTP/2 instead (ALPN "h2" after the TLS
     // handshake, or the h2c preface as its first bytes); the connection is
     // then handed to the HTTP/2 engine.
+    // local: the address the socket was accepted at when the listener knows
+    // it (bound to one address); unspecified: asked of the socket.
     session(std::shared_ptr<server> owner, boost::asio::ip::tcp::socket socket, bool proxy_protocol = false,
-            std::shared_ptr<const tls::server_context> tls = nullptr, bool http2 = false);
+            std::shared_ptr<const tls::server_context> tls = nullptr, bool http2 = false,
+            boost::asio::ip::tcp::endpoint local = {});
     ~session();
     session(const session&) = delete;
     session& operator=(const session&) = delete;

@@ -1,5 +1,6 @@
 #include "reactor_listeners.hpp"
 
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -33,7 +34,14 @@ public:
             });
             return;
         }
-        acceptor_.async_accept([h = std::move(handler)](error_code ec, tcp::socket s) mutable { h(ec, std::move(s)); });
+        acceptor_.async_accept([h = std::move(handler)](error_code ec, tcp::socket s) mutable {
+            // Asio accepts with accept(2): close-on-exec is set here, so a
+            // program the application starts (os.system, a subprocess that
+            // keeps its parent's descriptors) never holds a client's
+            // connection open after m0 has closed it.
+            if (!ec) ::fcntl(s.native_handle(), F_SETFD, FD_CLOEXEC);
+            h(ec, std::move(s));
+        });
     }
 
     tcp::endpoint local_endpoint() const override {

@@ -277,6 +277,20 @@ struct conversation {
     }
 };
 
+// The client's end after a response: its read says the stream ended by
+// close_notify (rc 0, SSL_ERROR_ZERO_RETURN).
+bool client_sees_close_notify(SSL* client, int client_fd) {
+    int rc = 0, error = SSL_ERROR_NONE;
+    const std::function<step()> client_reads = [&] {
+        char buf[64];
+        rc = SSL_read(client, buf, sizeof buf);
+        error = SSL_get_error(client, rc);
+        if (error == SSL_ERROR_WANT_READ) return step{false, POLLIN};
+        return step{true};
+    };
+    return run(-1, nothing_to_do, client_fd, client_reads) && rc == 0 && error == SSL_ERROR_ZERO_RETURN;
+}
+
 // The server's read until it says the stream ended (or failed): its status.
 status read_to_end(conversation& c) {
     status last = status::want_read;
@@ -510,33 +524,8 @@ BOOST_AUTO_TEST_CASE(send_close_notify_ends_the_clients_stream) {
     const auto server = load();
     conversation c(*server, {}, "HTTP/1.1 204 No Content\r\n\r\n");
     BOOST_REQUIRE(c.run_to_end());
-    c.tls.send_close_notify();
-    SSL* client = c.client.ssl.get();
-    int rc = 0, error = SSL_ERROR_NONE;
-    const std::function<step()> client_reads = [&] {
-        char buf[64];
-        rc = SSL_read(client, buf, sizeof buf);
-        error = SSL_get_error(client, rc);
-        if (error == SSL_ERROR_WANT_READ) return step{false, POLLIN};
-        return step{true};
-    };
-    BOOST_REQUIRE(run(-1, nothing_to_do, c.sockets.client, client_reads));
-    BOOST_TEST(rc == 0);
-    BOOST_TEST(error == SSL_ERROR_ZERO_RETURN);
-}
-
-// The client's end after a response: its read says the stream ended by
-// close_notify (rc 0, SSL_ERROR_ZERO_RETURN).
-bool client_sees_close_notify(SSL* client, int client_fd) {
-    int rc = 0, error = SSL_ERROR_NONE;
-    const std::function<step()> client_reads = [&] {
-        char buf[64];
-        rc = SSL_read(client, buf, sizeof buf);
-        error = SSL_get_error(client, rc);
-        if (error == SSL_ERROR_WANT_READ) return step{false, POLLIN};
-        return step{true};
-    };
-    return run(-1, nothing_to_do, client_fd, client_reads) && rc == 0 && error == SSL_ERROR_ZERO_RETURN;
+    BOOST_TEST(c.tls.send_close_notify());
+    BOOST_TEST(client_sees_close_notify(c.client.ssl.get(), c.sockets.client));
 }
 
 // A connection that ends after one request (HTTP/1.0, Connection: close):

@@ -96,6 +96,13 @@ def router(environ, start_response):
     if path == "/hello":
         start_response("200 OK", [("Content-Type", "text/plain")])
         return [b"Hello, World!"]
+    if path == "/spawn":
+        # A program that keeps every descriptor its parent lets it inherit
+        # (close_fds=False, as os.system's shell does) and outlives the
+        # request; its pid comes back to be stopped by the test.
+        import subprocess
+        child = subprocess.Popen(["sleep", "300"], close_fds=False)
+        return _json(start_response, {"pid": child.pid})
     if path.startswith("/environ"):
         env = {k: v for k, v in environ.items() if isinstance(v, str)}
         env["wsgi.version"] = list(environ["wsgi.version"])
