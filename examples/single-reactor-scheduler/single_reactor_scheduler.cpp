@@ -125,17 +125,23 @@ public:
         std::condition_variable started;
         bool ready = false;
         thread_ = std::thread([&] {
+            std::exception_ptr error;
             try {
                 frontend_.start_reactor(ctx_);
             } catch (...) {
-                failed = std::current_exception();
+                error = std::current_exception();
             }
+            const bool serving = !error;
             {
+                // Notified under the lock: start() cannot return, and take
+                // failed, m and started (its locals) with it, before this
+                // thread is done with them. Nothing of them is touched after.
                 std::lock_guard lock(m);
+                failed = error;
                 ready = true;
+                started.notify_one();
             }
-            started.notify_one();
-            if (!failed) loop();
+            if (serving) loop();
             frontend_.stop_reactor(ctx_);
             if (telemetry_) telemetry_->loop_ended();
             handle_->close();
