@@ -309,8 +309,11 @@ def thread_affinities(pid):
     """{thread name: set of CPUs it may run on} for the threads of `pid`."""
     affinities = {}
     for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/status") as f:
-            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        try:
+            with open(f"/proc/{pid}/task/{task}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a short-lived thread (an app's, say) ended after the listing
         affinities[fields["Name"].strip()] = cpu_list(fields["Cpus_allowed_list"].strip())
     return affinities
 
