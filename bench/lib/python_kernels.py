@@ -1,0 +1,123 @@
+"""Python code timed in whichever interpreter imports this module: pure-Python
+kernels (calls, dicts, objects, strings) and, when DJANGO_SETTINGS_MODULE is
+set, the Django example's shop page and JSON list through Django's test
+client (no server around it).
+
+Run as a script, it times and prints one JSON line. Imported by m0 as an app
+(`--app python_kernels:app`) with KERNELS_OUT set, it times at import, appends the
+line to that file and ends the process: the numbers are then those of the
+interpreter inside m0. bench/interpreter starts both and compares them.
+"""
+import json
+import os
+import time
+
+
+class Node:
+    __slots__ = ("left", "right", "val")
+
+    def __init__(self, left, right, val):
+        self.left, self.right, self.val = left, right, val
+
+
+def tree(depth):
+    return Node(None, None, depth) if depth == 0 else Node(tree(depth - 1), tree(depth - 1), depth)
+
+
+def walk(node):
+    return node.val if node.left is None else node.val + walk(node.left) + walk(node.right)
+
+
+def calls():
+    """Recursive calls and slot attributes."""
+    return walk(tree(14))
+
+
+def dicts():
+    """String keys built, hashed, looked up and stored."""
+    d = {}
+    for i in range(200_000):
+        key = f"k{i % 5000}"
+        d[key] = d.get(key, 0) + i
+    return len(d)
+
+
+class Point:
+    def __init__(self, x):
+        self.x = x
+
+    @property
+    def double(self):
+        return self.x * 2
+
+    def add(self, other):
+        return Point(self.x + other.x)
+
+
+def objects():
+    """Instances made and dropped, methods and a property."""
+    acc = Point(0)
+    for i in range(150_000):
+        acc = acc.add(Point(i))
+        _ = acc.double
+    return acc.x
+
+
+def strings():
+    """%-formatting, join and split, as templates do."""
+    parts = [f"<li class='{'odd' if i & 1 else 'even'}'>%d</li>" % i for i in range(60_000)]
+    return len("".join(parts).split("<li"))
+
+
+def django_kernels():
+    """The example's shop page (three queries, a template, a session and a
+    CSRF form) and JSON list, 200 requests each, through the test client.
+    KERNELS_DJANGO_DIR: the example's directory (put on sys.path)."""
+    import sys
+    sys.path.insert(0, os.environ["KERNELS_DJANGO_DIR"])
+    import django
+    django.setup()
+    from django.test import Client
+    client = Client(HTTP_HOST="localhost")  # one of the example's ALLOWED_HOSTS
+
+    def route(path):
+        def run():
+            for _ in range(200):
+                if client.get(path).status_code != 200:
+                    raise RuntimeError(f"{path}: not 200")
+        run.__name__ = "django " + path
+        return run
+    return [route("/shop/"), route("/shop/api/products")]
+
+
+def run(repetitions):
+    """{kernel: best of `repetitions` in ms}, the kernels interleaved."""
+    kernels = [calls, dicts, objects, strings]
+    if os.environ.get("DJANGO_SETTINGS_MODULE"):
+        kernels += django_kernels()
+    best = {}
+    for _ in range(repetitions):
+        for kernel in kernels:
+            start = time.perf_counter()
+            kernel()
+            ms = (time.perf_counter() - start) * 1e3
+            best[kernel.__name__] = min(best.get(kernel.__name__, ms), ms)
+    return best
+
+
+def report():
+    return json.dumps(run(int(os.environ.get("KERNELS_REPETITIONS", "10"))))
+
+
+def app(environ, start_response):  # what m0 serves; never reached when timing
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"kernels\n"]
+
+
+if __name__ == "__main__":
+    print(report())
+elif os.environ.get("KERNELS_OUT"):
+    line = report()
+    with open(os.environ["KERNELS_OUT"], "a") as out:
+        out.write(line + "\n")
+    os._exit(0)  # the numbers are written: no server needed
