@@ -3,10 +3,11 @@ kernels (calls, dicts, objects, strings) and, when DJANGO_SETTINGS_MODULE is
 set, the Django example's shop page and JSON list through Django's test
 client (no server around it).
 
-Run as a script, it times and prints one JSON line. Imported by m0 as an app
-(`--app python_kernels:app`) with KERNELS_OUT set, it times at import, appends the
-line to that file and ends the process: the numbers are then those of the
-interpreter inside m0. bench/interpreter starts both and compares them.
+Run as a script, it times and prints one JSON line. Imported with KERNELS_OUT
+set (by a python, or by m0 as its app: `--app python_kernels:app`), it times
+at import, appends the line to that file and ends the process: the numbers
+are then those of the interpreter that imported it. bench/interpreter starts
+each and compares them.
 """
 import json
 import os
