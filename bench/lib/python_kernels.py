@@ -1,7 +1,9 @@
 """Python code timed in whichever interpreter imports this module: pure-Python
-kernels (calls, dicts, objects, strings) and, when DJANGO_SETTINGS_MODULE is
-set, the Django example's shop page and JSON list through Django's test
-client (no server around it).
+kernels (calls, dicts, objects, strings); when DJANGO_SETTINGS_MODULE is set,
+the Django example's shop page and JSON list through Django's test client;
+and when KERNELS_ASGI is set, bench/asgi_bare's FastAPI and Starlette routes
+called through their ASGI interface on an asyncio loop (no server around any
+of them).
 
 Run as a script, it times and prints one JSON line. Imported with KERNELS_OUT
 set (by a python, or by m0 as its app: `--app python_kernels:app`), it times
@@ -91,11 +93,79 @@ def django_kernels():
     return [route("/shop/"), route("/shop/api/products")]
 
 
+ASGI_REQUESTS = 1000  # a kernel's milliseconds are then µs per request
+ASGI_HEADERS = [(b"host", b"127.0.0.1"), (b"user-agent", b"Mozilla/5.0 (X11; Linux x86_64)"),
+                (b"accept", b"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
+                (b"accept-language", b"en-US,en;q=0.5"), (b"accept-encoding", b"gzip, deflate"),
+                (b"connection", b"keep-alive")]
+
+
+def asgi_kernels():
+    """bench/asgi_bare's FastAPI and Starlette apps (bench/lib), GET
+    /items/42?q=shoes ASGI_REQUESTS times each, awaited one after another on
+    one asyncio loop after the app's lifespan startup: the route's own cost,
+    the floor under what any server's event loop spends on that row."""
+    import asyncio
+    import fastapi_items
+    import starlette_items
+
+    loop = asyncio.new_event_loop()
+
+    def route(name, module):
+        app = module.app
+        state = {}
+        startup = [{"type": "lifespan.startup"}]
+
+        async def lifespan_receive():
+            if startup:
+                return startup.pop()
+            await asyncio.Event().wait()  # the shutdown that never comes
+
+        async def lifespan_send(message):
+            if message["type"] != "lifespan.startup.complete":
+                raise RuntimeError(f"{name}: lifespan answered {message}")
+            started.set_result(None)
+
+        async def start():
+            loop.create_task(app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": state},
+                                 lifespan_receive, lifespan_send))
+            await started
+        started = loop.create_future()
+        loop.run_until_complete(start())
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        async def requests():
+            for _ in range(ASGI_REQUESTS):
+                await app({"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"},
+                           "http_version": "1.1", "method": "GET", "scheme": "http", "path": "/items/42",
+                           "raw_path": b"/items/42", "query_string": b"q=shoes", "root_path": "",
+                           "headers": ASGI_HEADERS, "client": ("127.0.0.1", 40000),
+                           "server": ("127.0.0.1", 8000), "state": state.copy()}, receive, send)
+            if sent[0]["status"] != 200 or json.loads(sent[-1]["body"])["q"] != "shoes":
+                raise RuntimeError(f"{name}: answered {sent[0]}, {sent[-1]}")
+            sent.clear()
+
+        def run():
+            loop.run_until_complete(requests())
+        run.__name__ = name
+        return run
+    return [route("fastapi /items/{id}?q=", fastapi_items), route("starlette /items/{id}?q=", starlette_items)]
+
+
 def run(repetitions):
     """{kernel: best of `repetitions` in ms}, the kernels interleaved."""
     kernels = [calls, dicts, objects, strings]
     if os.environ.get("DJANGO_SETTINGS_MODULE"):
         kernels += django_kernels()
+    if os.environ.get("KERNELS_ASGI"):
+        kernels += asgi_kernels()
     best = {}
     for _ in range(repetitions):
         for kernel in kernels:
