@@ -94,10 +94,6 @@ def django_kernels():
 
 
 ASGI_REQUESTS = 1000  # a kernel's milliseconds are then µs per request
-ASGI_HEADERS = [(b"host", b"127.0.0.1"), (b"user-agent", b"Mozilla/5.0 (X11; Linux x86_64)"),
-                (b"accept", b"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
-                (b"accept-language", b"en-US,en;q=0.5"), (b"accept-encoding", b"gzip, deflate"),
-                (b"connection", b"keep-alive")]
 
 
 def asgi_kernels():
@@ -106,9 +102,12 @@ def asgi_kernels():
     one asyncio loop after the app's lifespan startup: the route's own cost,
     the floor under what any server's event loop spends on that row."""
     import asyncio
+    import benchlib
     import fastapi_items
     import starlette_items
 
+    # The headers wrk sends in bench/asgi_bare, as a server hands them over.
+    headers = [(b"host", b"127.0.0.1")] + [(k.lower().encode(), v.encode()) for k, v in benchlib.BROWSER_HEADERS]
     loop = asyncio.new_event_loop()
 
     def route(name, module):
@@ -146,7 +145,7 @@ def asgi_kernels():
                 await app({"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"},
                            "http_version": "1.1", "method": "GET", "scheme": "http", "path": "/items/42",
                            "raw_path": b"/items/42", "query_string": b"q=shoes", "root_path": "",
-                           "headers": ASGI_HEADERS, "client": ("127.0.0.1", 40000),
+                           "headers": headers, "client": ("127.0.0.1", 40000),
                            "server": ("127.0.0.1", 8000), "state": state.copy()}, receive, send)
             if sent[0]["status"] != 200 or json.loads(sent[-1]["body"])["q"] != "shoes":
                 raise RuntimeError(f"{name}: answered {sent[0]}, {sent[-1]}")
