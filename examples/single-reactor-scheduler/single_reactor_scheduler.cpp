@@ -210,7 +210,13 @@ private:
             // nothing more is owed to a client, so a job still running
             // (application code that may never return) is abandoned.
             if (seen >= 2 && closed) break;
-            if (seen >= 1 && closed && lane_->jobs_in_flight() == 0) break;
+            // Before leaving, run what is ready: a listener that accepted a
+            // connection just before the drain may have posted its hand-over
+            // to the engine (a socket no session counts yet).
+            if (seen >= 1 && closed && lane_->jobs_in_flight() == 0) {
+                if (io_.poll_one() == 0) break;
+                continue;
+            }
             if (stop_.load(std::memory_order_acquire)) break;
             m0::run_reactor_pass(io_, *lane_);
         }

@@ -25,8 +25,11 @@ public:
     using accept_handler = std::function<void(boost::system::error_code, boost::asio::ip::tcp::socket)>;
     virtual ~listener() = default;
     // One accept at a time; the handler runs on the reactor's io_context.
-    // Fails with operation_aborted once the reactor drains. The socket is
-    // close-on-exec (accept4 with SOCK_CLOEXEC, or FD_CLOEXEC set after).
+    // Once the reactor drains it hands over what it still holds for this
+    // reactor (connections already taken, whose clients are sending here),
+    // then fails with operation_aborted: an engine keeps accepting while it
+    // drains until that error. The socket is close-on-exec (accept4 with
+    // SOCK_CLOEXEC, or FD_CLOEXEC set after).
     virtual void async_accept(accept_handler handler) = 0;
     // The address listened on; when it is not a wildcard, the engine takes
     // it as every accepted connection's local address.

@@ -58,10 +58,15 @@ void server::start() {
 
 void server::accept_next(std::size_t i) {
     auto& slot = listeners_[i];
+    if (slot.accepting) return;
     // Beyond the connection limit the listener is left alone: the kernel
     // backlog holds new clients (or another worker takes them) until a
-    // connection here closes.
-    if (draining_ || slot.accepting || connections() >= limits_->max_connections_per_reactor) return;
+    // connection here closes. Not while draining: the reactor cancelled its
+    // listeners first, so an accept now only takes what a listener still
+    // holds for this reactor (a scheduler's hand-off queue), connections
+    // whose clients are sending to this process and that no one else will
+    // answer; then it fails with operation_aborted.
+    if (!draining_ && connections() >= limits_->max_connections_per_reactor) return;
     slot.accepting = true;
     slot.source->async_accept([self = shared_from_this(), i](error_code ec, asio::ip::tcp::socket socket) {
         self->on_accept(i, ec, std::move(socket));
@@ -93,6 +98,7 @@ void server::on_accept(std::size_t i, const error_code& ec, asio::ip::tcp::socke
     if (draining_) {
         // Completed as the drain began: its client is sending a request here.
         start_burst(i);
+        accept_next(i);  // and what else the listener still holds
         return;
     }
     if (slot.burst.size() >= max_accept_burst) {
@@ -164,6 +170,7 @@ void server::drain() {
     for (std::size_t i = 0; i < listeners_.size(); ++i) {
         listeners_[i].retry->cancel();
         start_burst(i);  // accepted, never read from: answered like any fresh connection
+        accept_next(i);  // what the listener still holds (see accept_next)
     }
     for (auto it = sessions_.begin(); it != sessions_.end();) {
         connection& s = *it++;  // drain() may close and unlink s

@@ -305,8 +305,17 @@ void reactor_group::run_reactor(reactor& r) {
                 // may never return — are abandoned, not waited for.
                 if (seen >= force_closing && idle) break;
                 if (seen >= draining && idle && r.stats->in_flight.load(std::memory_order_relaxed) == 0 &&
-                    lane.jobs_in_flight() == 0)
-                    break;
+                    lane.jobs_in_flight() == 0) {
+                    // Idle, but a listener may have taken a connection just
+                    // before the drain and posted its hand-over to the
+                    // engine: a socket in no session yet, not counted live,
+                    // whose client has sent its request. Leaving would reset
+                    // it. Leave once nothing is ready to run; what runs is
+                    // looked at again (a connection handed over is live).
+                    if (io.poll_one() == 0) break;
+                    pass_state.io_polled = false;
+                    continue;
+                }
                 run_reactor_pass(io, lane, std::chrono::steady_clock::time_point::max(), &pass_state);
                 if (publish_jobs) r.stats->executor_jobs.store(lane.jobs_in_flight(), std::memory_order_relaxed);
             }

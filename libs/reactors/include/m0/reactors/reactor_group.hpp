@@ -27,8 +27,11 @@ namespace m0::reactors {
 // A listener as a reactor_group sees it: one more call than m0::listener.
 class reactor_listener : public listener {
 public:
-    // Cancels a pending accept (its handler gets operation_aborted) and
-    // refuses further ones. Reactor thread only.
+    // Takes no new connection from now on: accepts still get what the
+    // listener already holds (an accepted socket on its way to the handler,
+    // a hand-off queue), then operation_aborted. The reactor leaves only
+    // once no handler is ready to run, so a hand-over already posted is
+    // delivered. Reactor thread only.
     virtual void cancel() = 0;
 };
 
