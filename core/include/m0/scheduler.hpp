@@ -18,6 +18,8 @@
 // starts, also for --check); the core then asks it for the socket layout a
 // supervisor must open (prefork, reloads), and, in each serving process, for
 // a reactor_set that it starts, drains and destroys.
+#include <atomic>
+#include <cstddef>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -58,6 +60,34 @@ M0_API std::string to_string(const socket_layout& layout);
 // control arm of measurements that compare the two.
 M0_API listener_strategy effective_listener_strategy(listener_strategy configured);
 
+// One reactor's entry in a deployment_load table, a cache line of its own:
+// written by that reactor's listener only, read by every process's.
+struct alignas(64) reactor_load {
+    static constexpr std::uint64_t absent = ~std::uint64_t{0};
+    // Its open connections as its listener last saw them; absent while it
+    // takes none (not started yet, draining, gone).
+    std::atomic<std::uint64_t> live{absent};
+    // Its listener waits for a connection now: it takes what arrives.
+    std::atomic<bool> waiting{false};
+};
+
+// The reactors of every serving process of a prefork deployment
+// (server.workers > 1), in memory the processes share (the core maps it
+// before the first fork): what lets a scheduler whose processes share a
+// listener see whether its reactors hold more than their share, beyond its
+// own process. `table` holds `processes` rows of `reactors` entries; `row`
+// is this process's. Null table: one process, or a process without a row
+// (one that SIGTTIN added beyond server.workers).
+struct deployment_load {
+    reactor_load* table = nullptr;
+    unsigned processes = 0;
+    unsigned reactors = 0;
+    unsigned row = 0;
+    reactor_load* entry(unsigned process, unsigned reactor) const noexcept {
+        return table + static_cast<std::size_t>(process) * reactors + reactor;
+    }
+};
+
 // The core's part of one reactor: where its counters live (a slot of the
 // metrics table) and its access log and metrics recorder. Made by the core
 // for each reactor on that reactor's io_context before the reactor starts.
@@ -97,6 +127,9 @@ struct scheduler_options {
     // process's reuseport sockets. Empty: the scheduler binds its own.
     std::vector<int> shared_fds;
     std::vector<std::vector<int>> reactor_fds;
+    // Every serving process's reactors (see deployment_load); this process's
+    // row starts absent.
+    deployment_load load;
     // Per reactor, when set: the core's counters and recorder.
     std::function<std::unique_ptr<reactor_telemetry>(unsigned reactor, boost::asio::io_context& io)> telemetry;
 };

@@ -36,6 +36,13 @@ int make_socket(const boost::asio::ip::tcp::endpoint& address, bool reuseport) {
     return fd;
 }
 
+[[noreturn]] void address_in_use(const boost::asio::ip::tcp::endpoint& address, int err) {
+    std::ostringstream out;
+    out << "cannot listen on " << address
+        << ": another socket listens there (a second m0, or a server sharing the port with SO_REUSEPORT)";
+    throw std::system_error(err, std::generic_category(), out.str());
+}
+
 }  // namespace
 
 int open_bound_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport) {
@@ -43,6 +50,9 @@ int open_bound_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport) {
     if (::bind(fd, address.data(), static_cast<socklen_t>(address.size())) != 0) {
         int err = errno;
         ::close(fd);
+        // Without SO_REUSEPORT the bind is the check for another listener
+        // (check_no_other_listener): said the same way.
+        if (err == EADDRINUSE && !reuseport) address_in_use(address, err);
         fail("bind", address, err);
     }
     if (address.port() == 0) {
@@ -67,10 +77,7 @@ void check_no_other_listener(const boost::asio::ip::tcp::endpoint& address) {
     ::close(fd);
     if (rc == 0) return;
     if (err != EADDRINUSE) fail("bind", address, err);
-    std::ostringstream out;
-    out << "cannot listen on " << address
-        << ": another socket listens there (a second m0, or a server sharing the port with SO_REUSEPORT)";
-    throw std::system_error(err, std::generic_category(), out.str());
+    address_in_use(address, err);
 }
 
 int open_listen_socket(boost::asio::ip::tcp::endpoint& address, bool reuseport, int backlog) {

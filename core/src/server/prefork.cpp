@@ -9,6 +9,7 @@
 #include <m0/version.hpp>
 
 #include "server/listen_sockets.hpp"
+#include "server/load_table.hpp"
 #include "server/pid_file.hpp"
 #include "server/reload.hpp"
 #include "server/sd_notify.hpp"
@@ -33,9 +34,11 @@ int run_prefork(deployment& d, const run_options& options, std::vector<inherited
     const socket_layout layout = d.sockets();
     std::unique_ptr<listen_sockets> sockets;
     std::unique_ptr<pid_file> pid;
+    std::unique_ptr<load_table> load;
     try {
         sockets = std::make_unique<listen_sockets>(addresses, layout, d.cfg.workers, scheduler_options{}.backlog,
                                                    std::move(inherited));
+        load = std::make_unique<load_table>(d.cfg.workers, d.cfg.threads);
         if (!d.cfg.pid_file.empty()) pid = std::make_unique<pid_file>(d.cfg.pid_file);
     } catch (const std::exception& e) {
         std::cerr << "m0: cannot start: " << e.what() << "\n";
@@ -106,7 +109,7 @@ int run_prefork(deployment& d, const run_options& options, std::vector<inherited
         std::cerr << "m0: cannot start: " << e.what() << "\n";
         return 1;
     }
-    process_role role{true, r.index, r.count, r.metrics_slot, sockets.get()};
+    process_role role{true, r.index, r.count, r.metrics_slot, sockets.get(), load->for_process(r.index)};
     return serve(d, role);
 }
 

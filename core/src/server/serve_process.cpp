@@ -139,6 +139,7 @@ int serve(deployment& d, const process_role& role) {
     sc.reactor_count = d.cfg.threads;
     sc.services = d.services.get();
     so.check_addresses = !role.supervised;
+    so.load = role.load;
 
     // Declared before the scheduler: reactors hand it lines until they are gone.
     std::unique_ptr<telemetry::access_log_sink> access_sink;

@@ -22,6 +22,8 @@ struct process_role {
     // Sockets opened for it (by its supervisor, or passed by systemd); null:
     // the scheduler binds its own.
     listen_sockets* sockets = nullptr;
+    // Its row of the deployment's load table (supervised processes only).
+    deployment_load load;
 };
 
 // Serves until a stop signal, then drains and reports. Expects SIGTERM and

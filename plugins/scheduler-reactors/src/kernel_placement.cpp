@@ -22,6 +22,10 @@ std::vector<tcp::endpoint> kernel_placement::open(scheduler_options& options) {
     if (strategy_ == listener_strategy::shared && !exclusive_)
         log::warning("EPOLLEXCLUSIVE is not supported by this kernel: a shared listener wakes every reactor");
 
+    // The processes of a prefork deployment share the socket: a burst is
+    // shared out over all of their reactors.
+    if (strategy_ == listener_strategy::shared) peers_->deployment = options.load;
+
     std::vector<tcp::endpoint> bound;
     if (given) {
         shared_fds_ = std::exchange(options.shared_fds, {});
@@ -58,6 +62,7 @@ std::vector<std::unique_ptr<reactors::reactor_listener>> kernel_placement::liste
         // Reactors are set up in order, before any runs: the peers list is
         // complete before a listener reads it.
         peers_->stats.push_back(&stats);
+        peers_->closed_before.push_back(stats.closed.load());
         for (int fd : shared_fds_) out.push_back(make_shared_listener(io, fd, exclusive_, peers_, reactor));
     } else {
         for (int& fd : reactor_fds_.at(reactor)) out.push_back(make_reuseport_listener(io, std::exchange(fd, -1)));

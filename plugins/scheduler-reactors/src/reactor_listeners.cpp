@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <sys/epoll.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -65,7 +67,9 @@ public:
     shared_listener(boost::asio::io_context& io, int shared_fd, bool exclusive,
                     std::shared_ptr<const shared_listener_peers> peers, unsigned reactor)
         : io_(io), listen_fd_(shared_fd), epoll_(io), protocol_(socket_protocol(shared_fd)), exclusive_(exclusive),
-          pause_(io), peers_(std::move(peers)), reactor_(reactor) {
+          pause_(io), peers_(std::move(peers)), reactor_(reactor),
+          published_(peers_ && peers_->deployment.table ? peers_->deployment.entry(peers_->deployment.row, reactor)
+                                                       : nullptr) {
         int epfd = ::epoll_create1(EPOLL_CLOEXEC);
         if (epfd < 0) throw boost::system::system_error(error_code(errno, boost::system::system_category()), "epoll_create1");
         epoll_.assign(epfd);
@@ -95,9 +99,26 @@ public:
         error_code ec;
         epoll_.cancel(ec);
         pause_.cancel();
+        withdraw();
     }
 
+    ~shared_listener() override { withdraw(); }
+
 private:
+    // This reactor's entry in the deployment's table: its live count (the
+    // other processes compare theirs with it) and whether it waits.
+    void publish(bool waiting) noexcept {
+        if (!published_ || cancelled_) return;
+        published_->live.store(peers_->open_on(reactor_), std::memory_order_relaxed);
+        published_->waiting.store(waiting, std::memory_order_relaxed);
+    }
+    // Draining or gone: takes no connection, so no process waits for it.
+    void withdraw() noexcept {
+        if (!published_) return;
+        published_->live.store(reactor_load::absent, std::memory_order_relaxed);
+        published_->waiting.store(false, std::memory_order_relaxed);
+    }
+
     void register_listener(int op) {
         epoll_event ev{};
         ev.events = EPOLLIN | (exclusive_ ? EPOLLEXCLUSIVE : 0u);
@@ -107,7 +128,9 @@ private:
     }
 
     void try_accept() {
-        if (accepted_this_turn_ >= shared_accepts_per_turn && ahead_of_the_others()) {
+        publish(false);
+        const standing now = turn_owed_ || !peers_ ? standing{} : look();
+        if (pauses_allowed(now) > 0) {
             // Sit out (reactor_listeners.hpp): registration removed, so
             // arrivals wake the others; registered again after the pause,
             // it finds at once any connection nobody took.
@@ -117,13 +140,15 @@ private:
                 boost::asio::post(io_, [this, ec = e.code()] { deliver(ec, tcp::socket(io_)); });
                 return;
             }
-            sit_out(0);
+            sit_out(0, now.others, 0);
             return;
         }
         if (accepted_this_turn_ >= shared_accepts_per_turn) accepted_this_turn_ = 0;
         int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
+            turn_owed_ = false;
             ++accepted_this_turn_;
+            if (peers_) peers_->taken[reactor_].fetch_add(1, std::memory_order_relaxed);
             // Completed like an Asio accept: posted, never inside the
             // async_accept call, so a caller that accepts again from its
             // handler does not recurse once per queued connection.
@@ -143,36 +168,79 @@ private:
         boost::asio::post(io_, [this, err] { deliver(error_code(err, boost::system::system_category()), tcp::socket(io_)); });
     }
 
-    // How many pauses this reactor may still sit out: 0 when it is not ahead
-    // of the least loaded reactor by more than shared_lead_allowed.
-    unsigned pauses_allowed() const {
-        if (!peers_ || peers_->stats.size() < 2) return 0;
-        std::uint64_t least = UINT64_MAX;
-        std::size_t least_reactor = 0;
-        for (std::size_t r = 0; r < peers_->stats.size(); ++r) {
-            if (r == reactor_) continue;
-            const auto live = peers_->stats[r]->live_connections.load(std::memory_order_relaxed);
-            if (live < least) least = live, least_reactor = r;
-        }
-        if (peers_->stats[reactor_]->live_connections.load(std::memory_order_relaxed) <= least + shared_lead_allowed)
-            return 0;
-        return peers_->waiting[least_reactor].load(std::memory_order_relaxed) ? shared_max_pauses_for_a_waiting_peer
-                                                                                : shared_max_pauses;
-    }
-    bool ahead_of_the_others() const { return pauses_allowed() > 0; }
+    // Where this reactor stands against the others sharing the socket.
+    struct standing {
+        std::uint64_t own = 0;
+        std::uint64_t least = UINT64_MAX;  // the least loaded other reactor's open connections
+        bool least_waits = false;          // ... and it waits for a connection
+        std::uint64_t others = 0;          // every other reactor's open connections together
+    };
 
-    void sit_out(unsigned pauses) {
+    standing look() const {
+        standing s;
+        auto consider = [&s](std::uint64_t open, bool waits) {
+            s.others += open;
+            if (open < s.least || (open == s.least && waits)) s.least = open, s.least_waits = waits;
+        };
+        for (std::size_t r = 0; r < peers_->stats.size(); ++r)
+            if (r != reactor_) consider(peers_->open_on(r), peers_->waiting[r].load(std::memory_order_relaxed));
+        const deployment_load& d = peers_->deployment;
+        for (unsigned p = 0; d.table && p < d.processes; ++p) {
+            if (p == d.row) continue;
+            for (unsigned r = 0; r < d.reactors; ++r) {
+                const reactor_load& e = *d.entry(p, r);
+                const auto open = e.live.load(std::memory_order_relaxed);
+                if (open != reactor_load::absent) consider(open, e.waiting.load(std::memory_order_relaxed));
+            }
+        }
+        s.own = peers_->open_on(reactor_);
+        if (std::chrono::steady_clock::now() < distrust_waiting_until_) s.least_waits = false;
+        return s;
+    }
+
+    // How many pauses this reactor may sit out now (reactor_listeners.hpp):
+    // 0 when it is not ahead of the least loaded reactor.
+    unsigned pauses_allowed(const standing& s) const {
+        if (s.least == UINT64_MAX) return 0;
+        if (s.least_waits)
+            return s.own > s.least + shared_lead_allowed_to_a_waiting_peer ? shared_max_pauses_for_a_waiting_peer : 0;
+        return accepted_this_turn_ >= shared_accepts_per_turn && s.own > s.least + shared_lead_allowed
+                   ? shared_max_pauses
+                   : 0;
+    }
+
+    // Connections in the socket's accept queue (TCP_INFO of a listening
+    // socket reports its backlog as tcpi_unacked).
+    bool connections_queued() const {
+        tcp_info info{};
+        socklen_t len = sizeof(info);
+        if (::getsockopt(listen_fd_, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return true;  // assume so
+        return info.tcpi_unacked > 0;
+    }
+
+    // `stalled`: pauses in a row in which a reactor said it waits, connections
+    // were queued and no other reactor took one.
+    void sit_out(unsigned pauses, std::uint64_t others_before, unsigned stalled) {
         pause_.expires_after(shared_turn_pause);
-        pause_.async_wait([this, pauses](error_code ec) {
+        pause_.async_wait([this, pauses, others_before, stalled](error_code ec) mutable {
             if (ec || cancelled_) {
                 deliver(ec ? ec : boost::asio::error::operation_aborted, tcp::socket(io_));
                 return;
             }
-            if (pauses + 1 < pauses_allowed()) {
-                sit_out(pauses + 1);
+            const standing now = look();
+            stalled = now.least_waits && now.others <= others_before && connections_queued() ? stalled + 1 : 0;
+            if (stalled >= shared_stalled_pauses) {
+                // It says it waits but takes nothing (a stopped process, a
+                // thread without a CPU): not waited for for a while.
+                distrust_waiting_until_ = std::chrono::steady_clock::now() + shared_distrust_stalled;
+            } else if (pauses + 1 < pauses_allowed(now)) {
+                sit_out(pauses + 1, now.others, stalled);
                 return;
             }
+            // This reactor's turn: at least one accept before it looks again,
+            // so that one that stays ahead still takes its share.
             accepted_this_turn_ = 0;
+            turn_owed_ = true;
             try {
                 register_listener(EPOLL_CTL_ADD);
             } catch (const boost::system::system_error& e) {
@@ -185,6 +253,7 @@ private:
 
     void wait_for_connection() {
         if (peers_) peers_->waiting[reactor_].store(true, std::memory_order_relaxed);
+        publish(true);
         epoll_.async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](error_code ec) {
             if (peers_) peers_->waiting[reactor_].store(false, std::memory_order_relaxed);
             if (ec || cancelled_) {
@@ -212,9 +281,12 @@ private:
     boost::asio::steady_timer pause_;
     std::shared_ptr<const shared_listener_peers> peers_;
     const unsigned reactor_;
+    reactor_load* const published_;  // null: no other process shares the socket
     accept_handler handler_;
     bool cancelled_ = false;
     unsigned accepted_this_turn_ = 0;
+    bool turn_owed_ = false;  // a sit-out ended: the next connection is this reactor's
+    std::chrono::steady_clock::time_point distrust_waiting_until_{};
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <m0/reactors/reactor_group.hpp>
+#include <m0/scheduler.hpp>
 
 namespace m0::scheduler_reactors {
 
@@ -25,10 +26,30 @@ std::unique_ptr<reactors::reactor_listener> make_reuseport_listener(boost::asio:
 // The live connections of every reactor sharing a listener, so that each
 // can tell whether it is ahead of the others. Filled before the reactors run.
 struct shared_listener_peers {
-    std::vector<const reactor_stats*> stats;  // per reactor
+    std::vector<const reactor_stats*> stats;  // per reactor of this process
+    std::vector<std::uint64_t> closed_before;  // per reactor: its stats' `closed` when its listeners were made
+    // Per reactor: connections its listeners accepted. The engine starts a
+    // burst of accepted connections together, so its live count lags what
+    // a reactor took by up to a burst: the open count is this minus what
+    // the engine closed since (open_on).
+    std::unique_ptr<std::atomic<std::uint64_t>[]> taken = std::make_unique<std::atomic<std::uint64_t>[]>(max_reactors);
     // Per reactor: its listener waits for a connection now (its thread is not
     // busy elsewhere, so it will take what arrives).
     std::unique_ptr<std::atomic<bool>[]> waiting = std::make_unique<std::atomic<bool>[]>(max_reactors);
+    // The other serving processes' reactors, when the processes of a prefork
+    // deployment share the socket (table null otherwise): each listener
+    // publishes its reactor's count and waiting there, and looks at the
+    // other rows as at its own process's reactors, so that a burst is shared
+    // out over every process (the kernel's wake-ups favour whichever process
+    // is running, as they favour a running reactor).
+    deployment_load deployment;
+
+    // Reactor r's open connections, those accepted and not yet started included.
+    std::uint64_t open_on(std::size_t r) const noexcept {
+        const auto took = taken[r].load(std::memory_order_relaxed);  // first: closes only follow what was taken
+        const auto closed = stats[r]->closed.load(std::memory_order_relaxed) - closed_before[r];
+        return took > closed ? took - closed : 0;
+    }
 };
 
 // Borrows `shared_fd` (owned by the placement, shared by every reactor).
@@ -43,23 +64,35 @@ std::unique_ptr<reactors::reactor_listener> make_shared_listener(boost::asio::io
 // Whether this kernel accepts EPOLLEXCLUSIVE.
 bool epoll_exclusive_supported();
 
-// Sharing out a burst. A reactor takes at most shared_accepts_per_turn
-// connections from a shared listener in a row. Then, if it holds more than
-// shared_lead_allowed connections more than the least loaded reactor, it
-// sits out, its registration removed, for up to shared_max_pauses pauses of
-// shared_turn_pause while the others catch up, and takes its next turn
-// (also when they did not: a reactor blocked in a long handler must not stop
-// the others from accepting) — or, while the least loaded reactor is waiting
-// for a connection (so it will take the queued ones as soon as its thread
-// runs), for up to shared_max_pauses_for_a_waiting_peer. Without this the reactor that happens to be
-// running wins every race for a burst: Asio watches each reactor's private
-// epoll, which makes EPOLLEXCLUSIVE wake every reactor for each arrival, and
-// the one already awake gets to accept(2) first (nginx re-arms its listener
-// for the same pile-up).
+// Sharing out a burst. Left to the kernel, a burst piles onto the reactor
+// that happens to be running: Asio watches each reactor's private epoll,
+// which makes EPOLLEXCLUSIVE wake every reactor for each arrival, and the
+// one already awake gets to accept(2) first (nginx re-arms its listener for
+// the same pile-up). So before each accept a reactor compares its open
+// connections with the least loaded reactor's (of every process sharing the
+// socket) and sits out, its registration removed, in pauses of
+// shared_turn_pause while it is ahead:
+//  * while the least loaded reactor waits for a connection (idle, so it
+//    takes the queued ones as soon as the kernel wakes it), as soon as this
+//    one holds more than shared_lead_allowed_to_a_waiting_peer more, for up
+//    to shared_max_pauses_for_a_waiting_peer pauses: the counts then end a
+//    burst at most a connection or two apart;
+//  * else (that reactor is busy: it may be in a long handler, and must not
+//    stop the others from accepting), only after shared_accepts_per_turn
+//    accepts in a row, when more than shared_lead_allowed ahead, for at most
+//    shared_max_pauses pauses: it takes its next turn also when the others
+//    did not catch up.
+inline constexpr std::uint64_t shared_lead_allowed_to_a_waiting_peer = 1;
+inline constexpr unsigned shared_max_pauses_for_a_waiting_peer = 200;
 inline constexpr unsigned shared_accepts_per_turn = 4;
 inline constexpr std::uint64_t shared_lead_allowed = 2;
-inline constexpr std::chrono::microseconds shared_turn_pause{500};
 inline constexpr unsigned shared_max_pauses = 8;
-inline constexpr unsigned shared_max_pauses_for_a_waiting_peer = 200;
+inline constexpr std::chrono::microseconds shared_turn_pause{500};
+// A reactor that says it waits, while connections stay queued and no other
+// reactor takes one for shared_stalled_pauses pauses in a row, is stalled
+// (its process stopped, its thread without a CPU): the others treat it as
+// busy for shared_distrust_stalled.
+inline constexpr unsigned shared_stalled_pauses = 2;
+inline constexpr std::chrono::milliseconds shared_distrust_stalled{100};
 
 }  // namespace m0::scheduler_reactors

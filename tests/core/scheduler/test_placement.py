@@ -3,6 +3,7 @@
 with a shared listener shares it out; and the scheduler as a deployment
 chooses it (`scheduler:`, --scheduler, --check, errors)."""
 import os
+import signal
 import socket
 import sys
 
@@ -12,6 +13,9 @@ import m0test
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "telemetry"))
 from metrics_support import metrics_port, samples, status, value  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "server"))
+import prefork_support  # noqa: E402
 
 CONFIG = """
 frontend:
@@ -74,6 +78,66 @@ def test_reactors_with_a_shared_listener_split_a_burst_no_worse_than_two_thirds(
         for c in clients:
             c.close()
     assert server.stop() == 0
+
+
+def open_per_process(server, metrics, n):
+    """Waits until the serving processes hold n connections; their open counts."""
+    def held():
+        counts = [sum(r["connections_open"] for r in p["reactors"]) for p in status(metrics)["processes"]]
+        return counts if sum(counts) == n else None
+    return server.wait_until(held, what=f"{n} connections open")
+
+
+def test_worker_processes_share_one_socket_and_split_a_burst_by_default(m0_server):
+    server = m0_server(CONFIG, "--workers", "2", "--set", "metrics.listen=127.0.0.1:0", threads=1)
+    assert "one shared socket per address" in server.output()
+    metrics = metrics_port(server)
+    clients = burst(server.port, 96)
+    try:
+        # Each process looks at the other's connections before it accepts,
+        # and sits out while it is ahead and the other waits for one: on a
+        # quiet machine a burst ends 48/48 or 47/49. Left to the kernel, the
+        # process that happens to run takes most of it (56/8 and 59/5 were
+        # seen for 64 before the processes looked at each other); on CI's two
+        # busy cores a process that gets no CPU cannot take its share (the
+        # other then goes on: a stalled process must not stop the accepting),
+        # so what is asserted is the two-thirds the sharing guarantees there.
+        assert max(open_per_process(server, metrics, 96)) <= 64
+    finally:
+        for c in clients:
+            c.close()
+    assert server.stop() == 0
+
+
+def test_a_stopped_worker_process_does_not_stop_the_others_from_accepting(m0_server):
+    server = m0_server(CONFIG, "--workers", "2", threads=1)
+    stopped = prefork_support.wait_for_children(server.proc.pid, 2)[0]
+    os.kill(stopped, signal.SIGSTOP)
+    # Stopped once the kernel says so: until then it may still take (and
+    # then hold) a connection.
+    prefork_support.wait_until(lambda: prefork_support.state(stopped) == "T", what=f"process {stopped} stopped")
+    try:
+        # Every new connection reaches the live process: with a socket per
+        # process, the kernel would queue about half of them on the stopped
+        # one's; here the live one stops deferring to a process that says it
+        # waits but takes nothing.
+        for _ in range(200):
+            with socket.create_connection(("127.0.0.1", server.port), timeout=m0test.scaled(10)) as s:
+                s.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                assert m0test.ResponseReader(s, timeout=10).read().body == b"Hello, World!"
+    finally:
+        os.kill(stopped, signal.SIGCONT)
+    assert server.stop() == 0
+
+
+def test_check_shows_the_shared_listener_as_the_default_for_several_processes():
+    r = m0test.run_m0("--config", "configs/hello.yaml", "--workers", "2", "--check")
+    assert r.returncode == 0, r.stderr
+    assert "scheduler:\n  type: reactors\n  listener: shared" in r.stdout
+    r = m0test.run_m0("--config", "configs/hello.yaml", "--workers", "2", "--set", "scheduler.listener=reuseport",
+                      "--check")
+    assert r.returncode == 0, r.stderr
+    assert "scheduler:\n  type: reactors\n  listener: reuseport" in r.stdout
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])

@@ -100,10 +100,10 @@ def test_a_reload_imports_the_application_anew(m0_server, tmp_path):
 
 
 def test_a_reload_may_change_the_scheduler_when_the_sockets_stay_the_same(m0_server, tmp_path):
-    # One reactor per process: `reactors` and `balanced` both want one
-    # reuseport socket per process and address.
+    # One reactor per process: `reactors` with reuseport and `balanced` both
+    # want one reuseport socket per process and address.
     config = tmp_path / "m0.yaml"
-    config.write_text(routes("first") + "scheduler: {type: reactors}\n")
+    config.write_text(routes("first") + "scheduler: {type: reactors, listener: reuseport}\n")
     server = m0_server(str(config), "--workers", "2", threads=1)
     assert "(scheduler reactors)" in server.output()
     config.write_text(routes("second") + "scheduler: {type: balanced}\n")
@@ -114,11 +114,11 @@ def test_a_reload_may_change_the_scheduler_when_the_sockets_stay_the_same(m0_ser
 
 
 def test_a_reload_that_would_change_the_listening_sockets_is_refused_with_the_reason(m0_server, tmp_path):
-    # Two reactors per process: `reactors` holds two reuseport sockets per
-    # process and address, `balanced` would want one; the connections queued
-    # on the other would be lost.
+    # Two reactors per process: `reactors` with reuseport holds two reuseport
+    # sockets per process and address, `balanced` would want one; the
+    # connections queued on the other would be lost.
     config = tmp_path / "m0.yaml"
-    config.write_text(routes("first"))
+    config.write_text(routes("first") + "scheduler: {listener: reuseport}\n")
     server = m0_server(str(config), "--workers", "2", threads=2)
     workers = sorted(wait_for_children(server.proc.pid, 2))
     config.write_text(routes("second") + "scheduler: {type: balanced}\n")

@@ -9,7 +9,9 @@
 
 namespace m0::reactors {
 
-// Throws m0::config_error naming the key.
-listener_strategy read_listener_key(const plugin_context& ctx);
+// Throws m0::config_error naming the key. `fallback`: the scheduler's
+// default when neither spelling is set.
+listener_strategy read_listener_key(const plugin_context& ctx,
+                                    listener_strategy fallback = listener_strategy::reuseport);
 
 }  // namespace m0::reactors

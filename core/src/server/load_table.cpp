@@ -1,0 +1,34 @@
+#include "server/load_table.hpp"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+namespace m0 {
+
+load_table::load_table(unsigned processes, unsigned reactors) : processes_(processes), reactors_(reactors) {
+    size_ = sizeof(reactor_load) * processes_ * reactors_;
+    // Shared and anonymous: inherited by every forked serving process.
+    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error(std::string("cannot map the load table: ") + std::strerror(errno));
+    entries_ = static_cast<reactor_load*>(p);
+    for (std::size_t i = 0; i < std::size_t{processes_} * reactors_; ++i) new (&entries_[i]) reactor_load();
+}
+
+load_table::~load_table() { ::munmap(entries_, size_); }
+
+deployment_load load_table::for_process(unsigned row) const noexcept {
+    if (row >= processes_) return {};
+    deployment_load view{entries_, processes_, reactors_, row};
+    for (unsigned r = 0; r < reactors_; ++r) {
+        view.entry(row, r)->live.store(reactor_load::absent);
+        view.entry(row, r)->waiting.store(false);
+    }
+    return view;
+}
+
+}  // namespace m0

@@ -1,0 +1,31 @@
+#pragma once
+// The deployment_load table of a prefork deployment (m0/scheduler.hpp): one
+// reactor_load entry per reactor of every serving process, in an anonymous
+// shared mapping made before the first fork, so that every serving process
+// reads its siblings' entries without asking anyone.
+#include <cstddef>
+
+#include <m0/scheduler.hpp>
+
+namespace m0 {
+
+class load_table {
+public:
+    load_table(unsigned processes, unsigned reactors);
+    ~load_table();
+    load_table(const load_table&) = delete;
+    load_table& operator=(const load_table&) = delete;
+
+    // The view a serving process hands its scheduler: its own row, reset to
+    // absent (a process that takes over a slot must not be judged by the
+    // entries its predecessor left). No table for a row beyond the table.
+    deployment_load for_process(unsigned row) const noexcept;
+
+private:
+    reactor_load* entries_ = nullptr;
+    std::size_t size_ = 0;  // bytes mapped
+    unsigned processes_;
+    unsigned reactors_;
+};
+
+}  // namespace m0
