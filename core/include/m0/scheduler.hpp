@@ -69,6 +69,10 @@ struct alignas(64) reactor_load {
     std::atomic<std::uint64_t> live{absent};
     // Its listener waits for a connection now: it takes what arrives.
     std::atomic<bool> waiting{false};
+    // The process whose entry it is: a process that takes over a row (a
+    // replacement serves before its predecessor drains) claims it, and the
+    // predecessor then leaves it alone.
+    std::atomic<std::int32_t> owner{0};
 };
 
 // The reactors of every serving process of a prefork deployment
@@ -77,7 +81,8 @@ struct alignas(64) reactor_load {
 // listener see whether its reactors hold more than their share, beyond its
 // own process. `table` holds `processes` rows of `reactors` entries; `row`
 // is this process's. Null table: one process, or a process without a row
-// (one that SIGTTIN added beyond server.workers).
+// (one that SIGTTIN added beyond server.workers). A listener writes its
+// entry only while `owner` is its process.
 struct deployment_load {
     reactor_load* table = nullptr;
     unsigned processes = 0;

@@ -1,6 +1,7 @@
 #include "server/load_table.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -24,7 +25,9 @@ load_table::~load_table() { ::munmap(entries_, size_); }
 deployment_load load_table::for_process(unsigned row) const noexcept {
     if (row >= processes_) return {};
     deployment_load view{entries_, processes_, reactors_, row};
+    const auto self = static_cast<std::int32_t>(::getpid());
     for (unsigned r = 0; r < reactors_; ++r) {
+        view.entry(row, r)->owner.store(self);
         view.entry(row, r)->live.store(reactor_load::absent);
         view.entry(row, r)->waiting.store(false);
     }

@@ -16,7 +16,7 @@ public:
     load_table(const load_table&) = delete;
     load_table& operator=(const load_table&) = delete;
 
-    // The view a serving process hands its scheduler: its own row, reset to
+    // In a serving process: its row, claimed for it (owner) and reset to
     // absent (a process that takes over a slot must not be judged by the
     // entries its predecessor left). No table for a row beyond the table.
     deployment_load for_process(unsigned row) const noexcept;

@@ -108,13 +108,15 @@ private:
     // This reactor's entry in the deployment's table: its live count (the
     // other processes compare theirs with it) and whether it waits.
     void publish(bool waiting) noexcept {
-        if (!published_ || cancelled_) return;
+        if (!published_ || cancelled_ || !owns_entry()) return;
         published_->live.store(peers_->open_on(reactor_), std::memory_order_relaxed);
         published_->waiting.store(waiting, std::memory_order_relaxed);
     }
+    // A replacement of this process claimed the entry: it is the successor's.
+    bool owns_entry() const noexcept { return published_->owner.load(std::memory_order_relaxed) == self_; }
     // Draining or gone: takes no connection, so no process waits for it.
     void withdraw() noexcept {
-        if (!published_) return;
+        if (!published_ || !owns_entry()) return;
         published_->live.store(reactor_load::absent, std::memory_order_relaxed);
         published_->waiting.store(false, std::memory_order_relaxed);
     }
@@ -282,6 +284,7 @@ private:
     std::shared_ptr<const shared_listener_peers> peers_;
     const unsigned reactor_;
     reactor_load* const published_;  // null: no other process shares the socket
+    const std::int32_t self_ = static_cast<std::int32_t>(::getpid());
     accept_handler handler_;
     bool cancelled_ = false;
     unsigned accepted_this_turn_ = 0;
