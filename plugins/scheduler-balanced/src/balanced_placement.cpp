@@ -35,9 +35,10 @@ constexpr std::chrono::milliseconds accept_retry_delay{50};
 
 // One accept socket as the accept thread watches it.
 struct balanced_placement::accept_point {
-    accept_point(asio::io_context& io, int fd) : acceptor(io, socket_protocol(fd), fd), retry(io) {}
+    accept_point(asio::io_context& io, int fd) : acceptor(io, socket_protocol(fd), fd), retry(io), pause(io) {}
     tcp::acceptor acceptor;  // owns nothing: released before it is destroyed
     asio::steady_timer retry;
+    asio::steady_timer pause;  // sitting out for another process (sit_out)
     bool armed = false;
 };
 
@@ -62,6 +63,9 @@ std::vector<tcp::endpoint> balanced_placement::open(scheduler_options& options) 
     io_ = std::make_unique<asio::io_context>(1);
     if (!options.shared_fds.empty()) {
         fds_ = std::exchange(options.shared_fds, {});
+        // The processes of a prefork deployment share these sockets: a
+        // process ahead of another's idle reactor leaves it the next ones.
+        share_ = reactors::deployment_share(options.load);
     } else if (!options.reactor_fds.empty()) {
         // A supervisor's reuseport sockets: one set per process (sockets()).
         auto given = std::exchange(options.reactor_fds, {});
@@ -118,6 +122,7 @@ void balanced_placement::arm(std::size_t a) {
     auto& point = *points_[a];
     if (point.armed || stopped_) return;
     point.armed = true;
+    publish(true);
     point.acceptor.async_wait(tcp::acceptor::wait_read, [this, a](const error_code& ec) {
         points_[a]->armed = false;
         if (!ec) on_readable(a);
@@ -129,10 +134,16 @@ void balanced_placement::arm(std::size_t a) {
 // connections left in the kernel's backlog until a reactor has room.
 void balanced_placement::on_readable(std::size_t a) {
     const int listen_fd = points_[a]->acceptor.native_handle();
+    publish(false);
     for (int n = 0; n < max_accepts_per_wake; ++n) {
         const int target = choose();
         if (target < 0) {
             resume_if_room();  // pauses, unless a connection closed meanwhile
+            return;
+        }
+        std::uint64_t others = 0;
+        if (!std::exchange(turn_owed_, false) && ahead_of_an_idle_process(target, others)) {
+            sit_out(a, 0, reactors::stall_watch(others));
             return;
         }
         const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -150,8 +161,53 @@ void balanced_placement::on_readable(std::size_t a) {
         auto& slot = *slots_[static_cast<unsigned>(target)];
         slot.placed.fetch_add(1, std::memory_order_relaxed);
         slot.inboxes[a]->put(fd);
+        if (share_.active()) share_.publish(static_cast<unsigned>(target), slot.live(), false);
     }
     arm(a);
+}
+
+void balanced_placement::publish(bool waiting) noexcept {
+    if (!share_.active()) return;
+    for (unsigned r = 0; r < slots_.size(); ++r) share_.publish(r, slots_[r]->live(), waiting);
+}
+
+bool balanced_placement::ahead_of_an_idle_process(int target, std::uint64_t& others) const {
+    if (!share_.active() || std::chrono::steady_clock::now() < distrust_waiting_until_) return false;
+    std::uint64_t least = std::numeric_limits<std::uint64_t>::max();
+    bool least_waits = false;
+    others = 0;
+    share_.for_each_other([&](std::uint64_t open, bool waits) {
+        others += open;
+        if (open < least || (open == least && waits)) least = open, least_waits = waits;
+    });
+    return least_waits && slots_[static_cast<unsigned>(target)]->live() > least + reactors::share_lead_allowed;
+}
+
+// Accept thread. The acceptor stays disarmed while this process sits out
+// (deployment_share.hpp), so the other processes' accept threads take what
+// arrives; this one looks again after each pause.
+void balanced_placement::sit_out(std::size_t a, unsigned pauses, reactors::stall_watch watch) {
+    publish(false);
+    auto& pause = points_[a]->pause;
+    pause.expires_after(reactors::share_pause);
+    pause.async_wait([this, a, pauses, watch](const error_code& ec) mutable {
+        if (ec || stopped_) return;
+        const int target = choose();
+        std::uint64_t others = 0;
+        const bool ahead = target >= 0 && ahead_of_an_idle_process(target, others);
+        if (ahead && watch.stalled(others, true, points_[a]->acceptor.native_handle())) {
+            // It says it waits but takes nothing (a stopped process, a
+            // thread without a CPU): not waited for for a while.
+            distrust_waiting_until_ = std::chrono::steady_clock::now() + reactors::share_distrust_stalled;
+        } else if (ahead && pauses + 1 < reactors::share_max_pauses) {
+            sit_out(a, pauses + 1, watch);
+            return;
+        }
+        // At least one accept before it looks again. Taken now, not on the
+        // next readiness: what was queued meanwhile raised no new edge.
+        turn_owed_ = true;
+        on_readable(a);
+    });
 }
 
 int balanced_placement::choose() noexcept {
@@ -200,7 +256,10 @@ void balanced_placement::stop_placing() noexcept {
             error_code ec;
             p->acceptor.cancel(ec);
             p->retry.cancel();
+            p->pause.cancel();
         }
+        // Takes no connection any more: the other processes wait for none.
+        for (unsigned r = 0; r < slots_.size(); ++r) share_.withdraw(r);
         io_->stop();
     });
     thread_.join();

@@ -6,6 +6,7 @@
 // on it minus what its engine closed since, so it is exact at each placement:
 // at every moment of a burst the counts differ by at most one.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include <m0/reactors/deployment_share.hpp>
 #include <m0/reactors/reactor_group.hpp>
 #include <m0/scheduler.hpp>
 
@@ -51,6 +53,14 @@ private:
 
     void arm(std::size_t address);
     void on_readable(std::size_t address);
+    // Processes sharing the socket (share_ active): shows every reactor's
+    // live count; `waiting` while the accept thread waits for arrivals.
+    void publish(bool waiting) noexcept;
+    // Whether to leave the next connection to another process's idle
+    // reactor: this process's least loaded reactor (`target`) is more than
+    // share_lead_allowed ahead of it. `others`: what they hold together.
+    bool ahead_of_an_idle_process(int target, std::uint64_t& others) const;
+    void sit_out(std::size_t address, unsigned pauses, reactors::stall_watch watch);
     // The reactor to place the next connection on: fewest live, ties taken
     // in turn; -1 when every reactor is at the connection limit (or refusing).
     int choose() noexcept;
@@ -67,6 +77,13 @@ private:
     // Set while every reactor is full: a reactor whose engine asks for a
     // connection again then wakes the accept thread (see resume_if_room).
     std::atomic<bool> paused_{false};
+    // The other serving processes sharing the socket (inactive otherwise),
+    // and, on the accept thread, the state of sharing out with them: a
+    // sit-out just ended (the next connection is this process's), and until
+    // when a process that says it waits but took nothing is not waited for.
+    reactors::deployment_share share_;
+    bool turn_owed_ = false;
+    std::chrono::steady_clock::time_point distrust_waiting_until_{};
     std::thread thread_;
     std::mutex stop_mutex_;  // stop_placing() from a drain and a hard stop at once
     bool stopped_ = false;

@@ -34,7 +34,11 @@ private:
 
 std::unique_ptr<scheduler> make_balanced_scheduler(plugin_context& ctx) {
     ctx.section->allow_keys({"type", "listener"});
-    return std::make_unique<balanced_scheduler>(reactors::read_listener_key(ctx));
+    // Several serving processes share one socket by default, and share its
+    // connections out (balanced_placement: a process ahead of another's
+    // idle reactor leaves it the next ones), as under `reactors`.
+    const auto fallback = ctx.process_count > 1 ? listener_strategy::shared : listener_strategy::reuseport;
+    return std::make_unique<balanced_scheduler>(reactors::read_listener_key(ctx, fallback));
 }
 
 }  // namespace

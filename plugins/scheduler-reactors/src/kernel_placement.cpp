@@ -24,7 +24,7 @@ std::vector<tcp::endpoint> kernel_placement::open(scheduler_options& options) {
 
     // The processes of a prefork deployment share the socket: a burst is
     // shared out over all of their reactors.
-    if (strategy_ == listener_strategy::shared) peers_->deployment = options.load;
+    if (strategy_ == listener_strategy::shared) peers_->deployment = reactors::deployment_share(options.load);
 
     std::vector<tcp::endpoint> bound;
     if (given) {

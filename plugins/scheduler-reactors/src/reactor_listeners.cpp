@@ -2,8 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/epoll.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -67,9 +65,7 @@ public:
     shared_listener(boost::asio::io_context& io, int shared_fd, bool exclusive,
                     std::shared_ptr<const shared_listener_peers> peers, unsigned reactor)
         : io_(io), listen_fd_(shared_fd), epoll_(io), protocol_(socket_protocol(shared_fd)), exclusive_(exclusive),
-          pause_(io), peers_(std::move(peers)), reactor_(reactor),
-          published_(peers_ && peers_->deployment.table ? peers_->deployment.entry(peers_->deployment.row, reactor)
-                                                       : nullptr) {
+          pause_(io), peers_(std::move(peers)), reactor_(reactor) {
         int epfd = ::epoll_create1(EPOLL_CLOEXEC);
         if (epfd < 0) throw boost::system::system_error(error_code(errno, boost::system::system_category()), "epoll_create1");
         epoll_.assign(epfd);
@@ -105,20 +101,14 @@ public:
     ~shared_listener() override { withdraw(); }
 
 private:
-    // This reactor's entry in the deployment's table: its live count (the
+    // This reactor's entry in the deployment's table: its open count (the
     // other processes compare theirs with it) and whether it waits.
     void publish(bool waiting) noexcept {
-        if (!published_ || cancelled_ || !owns_entry()) return;
-        published_->live.store(peers_->open_on(reactor_), std::memory_order_relaxed);
-        published_->waiting.store(waiting, std::memory_order_relaxed);
+        if (peers_ && !cancelled_) peers_->deployment.publish(reactor_, peers_->open_on(reactor_), waiting);
     }
-    // A replacement of this process claimed the entry: it is the successor's.
-    bool owns_entry() const noexcept { return published_->owner.load(std::memory_order_relaxed) == self_; }
     // Draining or gone: takes no connection, so no process waits for it.
     void withdraw() noexcept {
-        if (!published_ || !owns_entry()) return;
-        published_->live.store(reactor_load::absent, std::memory_order_relaxed);
-        published_->waiting.store(false, std::memory_order_relaxed);
+        if (peers_) peers_->deployment.withdraw(reactor_);
     }
 
     void register_listener(int op) {
@@ -142,7 +132,7 @@ private:
                 boost::asio::post(io_, [this, ec = e.code()] { deliver(ec, tcp::socket(io_)); });
                 return;
             }
-            sit_out(0, now.others, 0);
+            sit_out(0, reactors::stall_watch(now.others));
             return;
         }
         if (accepted_this_turn_ >= shared_accepts_per_turn) accepted_this_turn_ = 0;
@@ -186,15 +176,7 @@ private:
         };
         for (std::size_t r = 0; r < peers_->stats.size(); ++r)
             if (r != reactor_) consider(peers_->open_on(r), peers_->waiting[r].load(std::memory_order_relaxed));
-        const deployment_load& d = peers_->deployment;
-        for (unsigned p = 0; d.table && p < d.processes; ++p) {
-            if (p == d.row) continue;
-            for (unsigned r = 0; r < d.reactors; ++r) {
-                const reactor_load& e = *d.entry(p, r);
-                const auto open = e.live.load(std::memory_order_relaxed);
-                if (open != reactor_load::absent) consider(open, e.waiting.load(std::memory_order_relaxed));
-            }
-        }
+        peers_->deployment.for_each_other(consider);
         s.own = peers_->open_on(reactor_);
         if (std::chrono::steady_clock::now() < distrust_waiting_until_) s.least_waits = false;
         return s;
@@ -204,39 +186,26 @@ private:
     // 0 when it is not ahead of the least loaded reactor.
     unsigned pauses_allowed(const standing& s) const {
         if (s.least == UINT64_MAX) return 0;
-        if (s.least_waits)
-            return s.own > s.least + shared_lead_allowed_to_a_waiting_peer ? shared_max_pauses_for_a_waiting_peer : 0;
+        if (s.least_waits) return s.own > s.least + reactors::share_lead_allowed ? reactors::share_max_pauses : 0;
         return accepted_this_turn_ >= shared_accepts_per_turn && s.own > s.least + shared_lead_allowed
                    ? shared_max_pauses
                    : 0;
     }
 
-    // Connections in the socket's accept queue (TCP_INFO of a listening
-    // socket reports its backlog as tcpi_unacked).
-    bool connections_queued() const {
-        tcp_info info{};
-        socklen_t len = sizeof(info);
-        if (::getsockopt(listen_fd_, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return true;  // assume so
-        return info.tcpi_unacked > 0;
-    }
-
-    // `stalled`: pauses in a row in which a reactor said it waits, connections
-    // were queued and no other reactor took one.
-    void sit_out(unsigned pauses, std::uint64_t others_before, unsigned stalled) {
-        pause_.expires_after(shared_turn_pause);
-        pause_.async_wait([this, pauses, others_before, stalled](error_code ec) mutable {
+    void sit_out(unsigned pauses, reactors::stall_watch watch) {
+        pause_.expires_after(reactors::share_pause);
+        pause_.async_wait([this, pauses, watch](error_code ec) mutable {
             if (ec || cancelled_) {
                 deliver(ec ? ec : boost::asio::error::operation_aborted, tcp::socket(io_));
                 return;
             }
             const standing now = look();
-            stalled = now.least_waits && now.others <= others_before && connections_queued() ? stalled + 1 : 0;
-            if (stalled >= shared_stalled_pauses) {
+            if (watch.stalled(now.others, now.least_waits, listen_fd_)) {
                 // It says it waits but takes nothing (a stopped process, a
                 // thread without a CPU): not waited for for a while.
-                distrust_waiting_until_ = std::chrono::steady_clock::now() + shared_distrust_stalled;
+                distrust_waiting_until_ = std::chrono::steady_clock::now() + reactors::share_distrust_stalled;
             } else if (pauses + 1 < pauses_allowed(now)) {
-                sit_out(pauses + 1, now.others, stalled);
+                sit_out(pauses + 1, watch);
                 return;
             }
             // This reactor's turn: at least one accept before it looks again,
@@ -283,8 +252,6 @@ private:
     boost::asio::steady_timer pause_;
     std::shared_ptr<const shared_listener_peers> peers_;
     const unsigned reactor_;
-    reactor_load* const published_;  // null: no other process shares the socket
-    const std::int32_t self_ = static_cast<std::int32_t>(::getpid());
     accept_handler handler_;
     bool cancelled_ = false;
     unsigned accepted_this_turn_ = 0;

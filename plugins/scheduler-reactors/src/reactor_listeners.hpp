@@ -15,6 +15,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <m0/reactors/deployment_share.hpp>
 #include <m0/reactors/reactor_group.hpp>
 #include <m0/scheduler.hpp>
 
@@ -37,12 +38,12 @@ struct shared_listener_peers {
     // busy elsewhere, so it will take what arrives).
     std::unique_ptr<std::atomic<bool>[]> waiting = std::make_unique<std::atomic<bool>[]>(max_reactors);
     // The other serving processes' reactors, when the processes of a prefork
-    // deployment share the socket (table null otherwise): each listener
+    // deployment share the socket (inactive otherwise): each listener
     // publishes its reactor's count and waiting there, and looks at the
-    // other rows as at its own process's reactors, so that a burst is shared
-    // out over every process (the kernel's wake-ups favour whichever process
-    // is running, as they favour a running reactor).
-    deployment_load deployment;
+    // others as at its own process's reactors, so that a burst is shared out
+    // over every process (the kernel's wake-ups favour whichever process is
+    // running, as they favour a running reactor).
+    reactors::deployment_share deployment;
 
     // Reactor r's open connections, those accepted and not yet started included.
     std::uint64_t open_on(std::size_t r) const noexcept {
@@ -71,28 +72,18 @@ bool epoll_exclusive_supported();
 // the same pile-up). So before each accept a reactor compares its open
 // connections with the least loaded reactor's (of every process sharing the
 // socket) and sits out, its registration removed, in pauses of
-// shared_turn_pause while it is ahead:
+// reactors::share_pause while it is ahead:
 //  * while the least loaded reactor waits for a connection (idle, so it
-//    takes the queued ones as soon as the kernel wakes it), as soon as this
-//    one holds more than shared_lead_allowed_to_a_waiting_peer more, for up
-//    to shared_max_pauses_for_a_waiting_peer pauses: the counts then end a
-//    burst at most a connection or two apart;
+//    takes the queued ones as soon as the kernel wakes it), as the
+//    deployment_share constants say: more than one ahead, up to 100 ms, and
+//    not for a reactor that stalls;
 //  * else (that reactor is busy: it may be in a long handler, and must not
 //    stop the others from accepting), only after shared_accepts_per_turn
 //    accepts in a row, when more than shared_lead_allowed ahead, for at most
 //    shared_max_pauses pauses: it takes its next turn also when the others
 //    did not catch up.
-inline constexpr std::uint64_t shared_lead_allowed_to_a_waiting_peer = 1;
-inline constexpr unsigned shared_max_pauses_for_a_waiting_peer = 200;
 inline constexpr unsigned shared_accepts_per_turn = 4;
 inline constexpr std::uint64_t shared_lead_allowed = 2;
 inline constexpr unsigned shared_max_pauses = 8;
-inline constexpr std::chrono::microseconds shared_turn_pause{500};
-// A reactor that says it waits, while connections stay queued and no other
-// reactor takes one for shared_stalled_pauses pauses in a row, is stalled
-// (its process stopped, its thread without a CPU): the others treat it as
-// busy for shared_distrust_stalled.
-inline constexpr unsigned shared_stalled_pauses = 2;
-inline constexpr std::chrono::milliseconds shared_distrust_stalled{100};
 
 }  // namespace m0::scheduler_reactors

@@ -88,8 +88,13 @@ def open_per_process(server, metrics, n):
     return server.wait_until(held, what=f"{n} connections open")
 
 
-def test_worker_processes_share_one_socket_and_split_a_burst_by_default(m0_server):
-    server = m0_server(CONFIG, "--workers", "2", "--set", "metrics.listen=127.0.0.1:0", threads=1)
+SCHEDULERS = pytest.mark.parametrize("scheduler", ["reactors", "balanced"])
+
+
+@SCHEDULERS
+def test_worker_processes_share_one_socket_and_split_a_burst_by_default(m0_server, scheduler):
+    server = m0_server(CONFIG, "--workers", "2", "--scheduler", scheduler, "--set", "metrics.listen=127.0.0.1:0",
+                       threads=1)
     assert "one shared socket per address" in server.output()
     metrics = metrics_port(server)
     clients = burst(server.port, 96)
@@ -109,8 +114,9 @@ def test_worker_processes_share_one_socket_and_split_a_burst_by_default(m0_serve
     assert server.stop() == 0
 
 
-def test_a_stopped_worker_process_does_not_stop_the_others_from_accepting(m0_server):
-    server = m0_server(CONFIG, "--workers", "2", threads=1)
+@SCHEDULERS
+def test_a_stopped_worker_process_does_not_stop_the_others_from_accepting(m0_server, scheduler):
+    server = m0_server(CONFIG, "--workers", "2", "--scheduler", scheduler, threads=1)
     stopped = prefork_support.wait_for_children(server.proc.pid, 2)[0]
     os.kill(stopped, signal.SIGSTOP)
     # Stopped once the kernel says so: until then it may still take (and
@@ -130,14 +136,15 @@ def test_a_stopped_worker_process_does_not_stop_the_others_from_accepting(m0_ser
     assert server.stop() == 0
 
 
-def test_check_shows_the_shared_listener_as_the_default_for_several_processes():
-    r = m0test.run_m0("--config", "configs/hello.yaml", "--workers", "2", "--check")
+@SCHEDULERS
+def test_check_shows_the_shared_listener_as_the_default_for_several_processes(scheduler):
+    r = m0test.run_m0("--config", "configs/hello.yaml", "--workers", "2", "--scheduler", scheduler, "--check")
     assert r.returncode == 0, r.stderr
-    assert "scheduler:\n  type: reactors\n  listener: shared" in r.stdout
-    r = m0test.run_m0("--config", "configs/hello.yaml", "--workers", "2", "--set", "scheduler.listener=reuseport",
-                      "--check")
+    assert f"scheduler:\n  type: {scheduler}\n  listener: shared" in r.stdout
+    r = m0test.run_m0("--config", "configs/hello.yaml", "--workers", "2", "--scheduler", scheduler,
+                      "--set", "scheduler.listener=reuseport", "--check")
     assert r.returncode == 0, r.stderr
-    assert "scheduler:\n  type: reactors\n  listener: reuseport" in r.stdout
+    assert f"scheduler:\n  type: {scheduler}\n  listener: reuseport" in r.stdout
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])

@@ -106,7 +106,7 @@ def test_a_reload_may_change_the_scheduler_when_the_sockets_stay_the_same(m0_ser
     config.write_text(routes("first") + "scheduler: {type: reactors, listener: reuseport}\n")
     server = m0_server(str(config), "--workers", "2", threads=1)
     assert "(scheduler reactors)" in server.output()
-    config.write_text(routes("second") + "scheduler: {type: balanced}\n")
+    config.write_text(routes("second") + "scheduler: {type: balanced, listener: reuseport}\n")
     reload(server, 1)
     assert body(server) == b"second"
     assert "worker processes of 1 thread(s) each (scheduler balanced)" in server.output()
@@ -115,8 +115,9 @@ def test_a_reload_may_change_the_scheduler_when_the_sockets_stay_the_same(m0_ser
 
 def test_a_reload_that_would_change_the_listening_sockets_is_refused_with_the_reason(m0_server, tmp_path):
     # Two reactors per process: `reactors` with reuseport holds two reuseport
-    # sockets per process and address, `balanced` would want one; the
-    # connections queued on the other would be lost.
+    # sockets per process and address, `balanced` would want one shared
+    # socket (its default with several processes); the connections queued
+    # on the reuseport ones would be lost.
     config = tmp_path / "m0.yaml"
     config.write_text(routes("first") + "scheduler: {listener: reuseport}\n")
     server = m0_server(str(config), "--workers", "2", threads=2)
@@ -125,7 +126,7 @@ def test_a_reload_that_would_change_the_listening_sockets_is_refused_with_the_re
     os.kill(server.proc.pid, signal.SIGHUP)
     server.wait_for_log("supervisor: reload refused: the configuration check exited with code 2")
     assert ("this reload would change the listening sockets from 2 reuseport sockets per process and address to "
-            "1 reuseport socket per process and address (scheduler balanced)") in server.output()
+            "one shared socket per address (scheduler balanced)") in server.output()
     assert sorted(wait_for_children(server.proc.pid, 2)) == workers
     assert body(server) == b"first"
     assert server.stop() == 0
