@@ -30,6 +30,17 @@ void deployment_share::withdraw(unsigned reactor) const noexcept {
     e.waiting.store(false, std::memory_order_relaxed);
 }
 
+void deployment_share::consider_others(least_loaded& into) const noexcept {
+    for (unsigned p = 0; load_.table && p < load_.processes; ++p) {
+        if (p == load_.row) continue;
+        for (unsigned r = 0; r < load_.reactors; ++r) {
+            const reactor_load& e = *load_.entry(p, r);
+            const auto open = e.live.load(std::memory_order_relaxed);
+            if (open != reactor_load::absent) into.consider(open, e.waiting.load(std::memory_order_relaxed));
+        }
+    }
+}
+
 bool connections_queued(int listen_fd) noexcept {
     tcp_info info{};
     socklen_t len = sizeof(info);

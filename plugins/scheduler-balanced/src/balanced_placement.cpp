@@ -173,14 +173,10 @@ void balanced_placement::publish(bool waiting) noexcept {
 
 bool balanced_placement::ahead_of_an_idle_process(int target, std::uint64_t& others) const {
     if (!share_.active() || std::chrono::steady_clock::now() < distrust_waiting_until_) return false;
-    std::uint64_t least = std::numeric_limits<std::uint64_t>::max();
-    bool least_waits = false;
-    others = 0;
-    share_.for_each_other([&](std::uint64_t open, bool waits) {
-        others += open;
-        if (open < least || (open == least && waits)) least = open, least_waits = waits;
-    });
-    return least_waits && slots_[static_cast<unsigned>(target)]->live() > least + reactors::share_lead_allowed;
+    reactors::least_loaded least;
+    share_.consider_others(least);
+    others = least.total;
+    return least.waits && slots_[static_cast<unsigned>(target)]->live() > least.open + reactors::share_lead_allowed;
 }
 
 // Accept thread. The acceptor stays disarmed while this process sits out

@@ -132,7 +132,7 @@ private:
                 boost::asio::post(io_, [this, ec = e.code()] { deliver(ec, tcp::socket(io_)); });
                 return;
             }
-            sit_out(0, reactors::stall_watch(now.others));
+            sit_out(0, reactors::stall_watch(now.others.total));
             return;
         }
         if (accepted_this_turn_ >= shared_accepts_per_turn) accepted_this_turn_ = 0;
@@ -163,31 +163,26 @@ private:
     // Where this reactor stands against the others sharing the socket.
     struct standing {
         std::uint64_t own = 0;
-        std::uint64_t least = UINT64_MAX;  // the least loaded other reactor's open connections
-        bool least_waits = false;          // ... and it waits for a connection
-        std::uint64_t others = 0;          // every other reactor's open connections together
+        reactors::least_loaded others;  // every other reactor, this process's and the others'
     };
 
     standing look() const {
         standing s;
-        auto consider = [&s](std::uint64_t open, bool waits) {
-            s.others += open;
-            if (open < s.least || (open == s.least && waits)) s.least = open, s.least_waits = waits;
-        };
         for (std::size_t r = 0; r < peers_->stats.size(); ++r)
-            if (r != reactor_) consider(peers_->open_on(r), peers_->waiting[r].load(std::memory_order_relaxed));
-        peers_->deployment.for_each_other(consider);
+            if (r != reactor_) s.others.consider(peers_->open_on(r), peers_->waiting[r].load(std::memory_order_relaxed));
+        peers_->deployment.consider_others(s.others);
         s.own = peers_->open_on(reactor_);
-        if (std::chrono::steady_clock::now() < distrust_waiting_until_) s.least_waits = false;
+        if (std::chrono::steady_clock::now() < distrust_waiting_until_) s.others.waits = false;
         return s;
     }
 
     // How many pauses this reactor may sit out now (reactor_listeners.hpp):
     // 0 when it is not ahead of the least loaded reactor.
     unsigned pauses_allowed(const standing& s) const {
-        if (s.least == UINT64_MAX) return 0;
-        if (s.least_waits) return s.own > s.least + reactors::share_lead_allowed ? reactors::share_max_pauses : 0;
-        return accepted_this_turn_ >= shared_accepts_per_turn && s.own > s.least + shared_lead_allowed
+        const reactors::least_loaded& least = s.others;
+        if (!least.any()) return 0;
+        if (least.waits) return s.own > least.open + reactors::share_lead_allowed ? reactors::share_max_pauses : 0;
+        return accepted_this_turn_ >= shared_accepts_per_turn && s.own > least.open + shared_lead_allowed
                    ? shared_max_pauses
                    : 0;
     }
@@ -200,7 +195,7 @@ private:
                 return;
             }
             const standing now = look();
-            if (watch.stalled(now.others, now.least_waits, listen_fd_)) {
+            if (watch.stalled(now.others.total, now.others.waits, listen_fd_)) {
                 // It says it waits but takes nothing (a stopped process, a
                 // thread without a CPU): not waited for for a while.
                 distrust_waiting_until_ = std::chrono::steady_clock::now() + reactors::share_distrust_stalled;

@@ -25,6 +25,21 @@ inline constexpr unsigned share_max_pauses = 200;
 inline constexpr unsigned share_stalled_pauses = 2;
 inline constexpr std::chrono::milliseconds share_distrust_stalled{100};
 
+// The least loaded of a set of reactors, folded one reactor at a time: what
+// a reactor (or a process's accept thread) compares itself with before it
+// takes a connection.
+struct least_loaded {
+    std::uint64_t open = UINT64_MAX;  // its open connections; UINT64_MAX: none considered
+    bool waits = false;               // it waits for a connection (on a tie, the one that waits)
+    std::uint64_t total = 0;          // the open connections of all of them together
+
+    bool any() const noexcept { return open != UINT64_MAX; }
+    void consider(std::uint64_t reactor_open, bool reactor_waits) noexcept {
+        total += reactor_open;
+        if (reactor_open < open || (reactor_open == open && reactor_waits)) open = reactor_open, waits = reactor_waits;
+    }
+};
+
 class deployment_share {
 public:
     deployment_share() = default;
@@ -39,19 +54,9 @@ public:
     // It takes no connection any more (draining, stopped): counts for nothing.
     void withdraw(unsigned reactor) const noexcept;
 
-    // Calls consider(open, waits) for every reactor of the other processes
-    // that takes connections.
-    template <class F>
-    void for_each_other(F&& consider) const {
-        for (unsigned p = 0; load_.table && p < load_.processes; ++p) {
-            if (p == load_.row) continue;
-            for (unsigned r = 0; r < load_.reactors; ++r) {
-                const reactor_load& e = *load_.entry(p, r);
-                const auto open = e.live.load(std::memory_order_relaxed);
-                if (open != reactor_load::absent) consider(open, e.waiting.load(std::memory_order_relaxed));
-            }
-        }
-    }
+    // Folds every reactor of the other processes that takes connections
+    // into `into`.
+    void consider_others(least_loaded& into) const noexcept;
 
 private:
     bool owns(const reactor_load& e) const noexcept;
