@@ -5,11 +5,12 @@
 // reads its siblings' entries without asking anyone.
 #include <cstddef>
 
+#include <m0/api.hpp>
 #include <m0/scheduler.hpp>
 
 namespace m0 {
 
-class load_table {
+class M0_INTERNAL_API load_table {
 public:
     load_table(unsigned processes, unsigned reactors);
     ~load_table();

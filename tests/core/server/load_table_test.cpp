@@ -1,0 +1,96 @@
+#define BOOST_TEST_MODULE load_table
+// The deployment's load table (core) and one process's side of it
+// (libs/reactors deployment_share): what each serving process shows the
+// others sharing a socket with it, and who may write a row.
+#include <boost/test/unit_test.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <m0/reactors/deployment_share.hpp>
+#include "server/load_table.hpp"
+
+using m0::reactor_load;
+using m0::reactors::deployment_share;
+using m0::reactors::least_loaded;
+
+namespace {
+
+least_loaded others_seen_by(const deployment_share& share) {
+    least_loaded seen;
+    share.consider_others(seen);
+    return seen;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_process_claims_its_row_absent_and_a_row_beyond_the_table_gets_none) {
+    m0::load_table table(2, 3);
+    const m0::deployment_load row1 = table.for_process(1);
+    BOOST_REQUIRE(row1.table != nullptr);
+    BOOST_TEST(row1.processes == 2u);
+    BOOST_TEST(row1.reactors == 3u);
+    for (unsigned r = 0; r < 3; ++r) {
+        BOOST_TEST(row1.entry(1, r)->live.load() == reactor_load::absent);
+        BOOST_TEST(row1.entry(1, r)->owner.load() == static_cast<std::int32_t>(::getpid()));
+    }
+    BOOST_TEST(table.for_process(2).table == nullptr);
+    BOOST_TEST(!deployment_share(table.for_process(2)).active());
+}
+
+BOOST_AUTO_TEST_CASE(the_others_fold_into_the_least_loaded_one_and_absent_entries_count_for_nothing) {
+    m0::load_table table(3, 2);
+    const deployment_share self(table.for_process(0));
+    const deployment_share second(table.for_process(1));
+    const deployment_share third(table.for_process(2));
+    BOOST_TEST(!others_seen_by(self).any());  // nobody takes connections yet
+
+    self.publish(0, 1, true);  // its own row: never among the others
+    second.publish(0, 7, false);
+    second.publish(1, 4, false);
+    third.publish(0, 4, true);  // as loaded as second's reactor 1, and waiting: preferred
+    // third's reactor 1 never started: absent
+    least_loaded seen = others_seen_by(self);
+    BOOST_TEST(seen.any());
+    BOOST_TEST(seen.open == 4u);
+    BOOST_TEST(seen.waits);
+    BOOST_TEST(seen.total == 15u);
+
+    third.withdraw(0);  // draining: takes nothing, so nobody waits for it
+    seen = others_seen_by(self);
+    BOOST_TEST(seen.open == 4u);
+    BOOST_TEST(!seen.waits);
+    BOOST_TEST(seen.total == 11u);
+}
+
+// A replacement process (recycling, a crashed process restarted) claims its
+// predecessor's row and serves before the predecessor drains: the
+// predecessor's listeners, draining, must neither mark the successor's
+// entries absent (the others would stop leaving it connections) nor write
+// their own counts over them.
+BOOST_AUTO_TEST_CASE(a_predecessor_leaves_its_replacements_row_alone) {
+    m0::load_table table(2, 1);
+    const deployment_share predecessor(table.for_process(0));
+    const deployment_share other(table.for_process(1));
+    predecessor.publish(0, 3, false);
+    BOOST_TEST(others_seen_by(other).open == 3u);
+
+    const pid_t child = ::fork();
+    BOOST_REQUIRE(child >= 0);
+    if (child == 0) {
+        // The replacement: its own pid claims row 0 of the shared mapping.
+        const deployment_share successor(table.for_process(0));
+        successor.publish(0, 5, true);
+        ::_exit(0);
+    }
+    int status = 0;
+    BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+    BOOST_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    predecessor.publish(0, 9, false);
+    predecessor.withdraw(0);
+    const least_loaded seen = others_seen_by(other);
+    BOOST_TEST(seen.any());
+    BOOST_TEST(seen.open == 5u);
+    BOOST_TEST(seen.waits);
+}
