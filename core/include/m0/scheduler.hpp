@@ -73,6 +73,12 @@ struct alignas(64) reactor_load {
     // replacement serves before its predecessor drains) claims it, and the
     // predecessor then leaves it alone.
     std::atomic<std::int32_t> owner{0};
+    // An eventfd (nonblocking, close-on-exec) that wakes this entry's
+    // listener: made with the table before the first fork, so it has the
+    // same number in every serving process. A listener that leaves a queued
+    // connection to this one writes it; the kernel woke only the listener
+    // that sits out, and nothing else arrives to wake this one. -1: none.
+    std::int32_t wake_fd = -1;
 };
 
 // The reactors of every serving process of a prefork deployment

@@ -1,5 +1,6 @@
 #include "server/load_table.hpp"
 
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -18,9 +19,29 @@ load_table::load_table(unsigned processes, unsigned reactors) : processes_(proce
     if (p == MAP_FAILED) throw std::runtime_error(std::string("cannot map the load table: ") + std::strerror(errno));
     entries_ = static_cast<reactor_load*>(p);
     for (std::size_t i = 0; i < std::size_t{processes_} * reactors_; ++i) new (&entries_[i]) reactor_load();
+    for (std::size_t i = 0; i < std::size_t{processes_} * reactors_; ++i) {
+        const int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (fd < 0) {
+            const int err = errno;
+            close_wake_fds();
+            ::munmap(entries_, size_);
+            throw std::runtime_error(std::string("cannot make the load table's wake descriptors: ") + std::strerror(err));
+        }
+        entries_[i].wake_fd = fd;
+    }
 }
 
-load_table::~load_table() { ::munmap(entries_, size_); }
+load_table::~load_table() {
+    close_wake_fds();
+    ::munmap(entries_, size_);
+}
+
+void load_table::close_wake_fds() noexcept {
+    for (std::size_t i = 0; i < std::size_t{processes_} * reactors_; ++i) {
+        if (entries_[i].wake_fd >= 0) ::close(entries_[i].wake_fd);
+        entries_[i].wake_fd = -1;
+    }
+}
 
 deployment_load load_table::for_process(unsigned row) const noexcept {
     if (row >= processes_) return {};

@@ -2,7 +2,8 @@
 // The deployment_load table of a prefork deployment (m0/scheduler.hpp): one
 // reactor_load entry per reactor of every serving process, in an anonymous
 // shared mapping made before the first fork, so that every serving process
-// reads its siblings' entries without asking anyone.
+// reads its siblings' entries without asking anyone; and each entry's wake
+// eventfd, inherited by every serving process at the same number.
 #include <cstddef>
 
 #include <m0/api.hpp>
@@ -23,6 +24,8 @@ public:
     deployment_load for_process(unsigned row) const noexcept;
 
 private:
+    void close_wake_fds() noexcept;
+
     reactor_load* entries_ = nullptr;
     std::size_t size_ = 0;  // bytes mapped
     unsigned processes_;

@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -36,9 +37,24 @@ void deployment_share::consider_others(least_loaded& into) const noexcept {
         for (unsigned r = 0; r < load_.reactors; ++r) {
             const reactor_load& e = *load_.entry(p, r);
             const auto open = e.live.load(std::memory_order_relaxed);
-            if (open != reactor_load::absent) into.consider(open, e.waiting.load(std::memory_order_relaxed));
+            if (open != reactor_load::absent) into.consider(open, e.waiting.load(std::memory_order_relaxed), e.wake_fd);
         }
     }
+}
+
+int deployment_share::wake_fd(unsigned reactor) const noexcept {
+    if (!load_.table || reactor >= load_.reactors) return -1;
+    return load_.entry(load_.row, reactor)->wake_fd;
+}
+
+void deployment_share::wake(int fd) noexcept {
+    // Nonblocking: a counter already at its maximum has a wake pending.
+    if (fd >= 0) (void)::eventfd_write(fd, 1);
+}
+
+void deployment_share::consume_wake(int fd) noexcept {
+    eventfd_t ignored;
+    if (fd >= 0) (void)::eventfd_read(fd, &ignored);
 }
 
 bool connections_queued(int listen_fd) noexcept {

@@ -70,6 +70,17 @@ public:
         if (epfd < 0) throw boost::system::system_error(error_code(errno, boost::system::system_category()), "epoll_create1");
         epoll_.assign(epfd);
         register_listener(EPOLL_CTL_ADD);
+        // Its entry's wake, in the same epoll: a reactor of another process
+        // (or of this one) that sits out while connections are queued wakes
+        // this one to take them, which no arrival may do (the kernel woke
+        // the one that sits out).
+        if (peers_ && (wake_fd_ = peers_->deployment.wake_fd(reactor_)) >= 0) {
+            epoll_event ev{};
+            ev.events = EPOLLIN;
+            ev.data.fd = wake_fd_;
+            if (::epoll_ctl(epfd, EPOLL_CTL_ADD, wake_fd_, &ev) != 0)
+                throw boost::system::system_error(error_code(errno, boost::system::system_category()), "epoll_ctl(wake)");
+        }
     }
 
     void async_accept(accept_handler handler) override {
@@ -120,7 +131,10 @@ private:
     }
 
     void try_accept() {
-        publish(false);
+        // Asked for a connection: it takes the next one unless it is ahead
+        // (also while it sits out for an idle reactor, so that one that gets
+        // ahead of it meanwhile leaves arrivals to it in turn).
+        publish(true);
         const standing now = turn_owed_ || !peers_ ? standing{} : look();
         if (pauses_allowed(now) > 0) {
             // Sit out (reactor_listeners.hpp): registration removed, so
@@ -132,6 +146,10 @@ private:
                 boost::asio::post(io_, [this, ec = e.code()] { deliver(ec, tcp::socket(io_)); });
                 return;
             }
+            // What is queued now is left to the idle one, which the kernel
+            // may not have woken (it woke this one, and nothing else arrives).
+            if (now.others.waits && reactors::connections_queued(listen_fd_))
+                reactors::deployment_share::wake(now.others.wake_fd);
             sit_out(0, reactors::stall_watch(now.others.total));
             return;
         }
@@ -141,6 +159,7 @@ private:
             turn_owed_ = false;
             ++accepted_this_turn_;
             if (peers_) peers_->taken[reactor_].fetch_add(1, std::memory_order_relaxed);
+            publish(false);  // until the engine asks for the next one
             // Completed like an Asio accept: posted, never inside the
             // async_accept call, so a caller that accepts again from its
             // handler does not recurse once per queued connection.
@@ -169,7 +188,9 @@ private:
     standing look() const {
         standing s;
         for (std::size_t r = 0; r < peers_->stats.size(); ++r)
-            if (r != reactor_) s.others.consider(peers_->open_on(r), peers_->waiting[r].load(std::memory_order_relaxed));
+            if (r != reactor_)
+                s.others.consider(peers_->open_on(r), peers_->waiting[r].load(std::memory_order_relaxed),
+                                  peers_->deployment.wake_fd(static_cast<unsigned>(r)));
         peers_->deployment.consider_others(s.others);
         s.own = peers_->open_on(reactor_);
         if (std::chrono::steady_clock::now() < distrust_waiting_until_) s.others.waits = false;
@@ -181,7 +202,10 @@ private:
     unsigned pauses_allowed(const standing& s) const {
         const reactors::least_loaded& least = s.others;
         if (!least.any()) return 0;
-        if (least.waits) return s.own > least.open + reactors::share_lead_allowed ? reactors::share_max_pauses : 0;
+        if (least.waits) {
+            const auto lead = least.wake_fd >= 0 ? reactors::share_lead_allowed_waking : reactors::share_lead_allowed;
+            return s.own > least.open + lead ? reactors::share_max_pauses : 0;
+        }
         return accepted_this_turn_ >= shared_accepts_per_turn && s.own > least.open + shared_lead_allowed
                    ? shared_max_pauses
                    : 0;
@@ -220,17 +244,42 @@ private:
     void wait_for_connection() {
         if (peers_) peers_->waiting[reactor_].store(true, std::memory_order_relaxed);
         publish(true);
+        // A wake that came while this listener did not wait (sitting out,
+        // accepting) left the private epoll readable without a new edge for
+        // the reactor's own epoll: taken now, or it would wait for the next
+        // arrival.
+        if (wake_fd_ >= 0 && consume_ready()) {
+            boost::asio::post(io_, [this] { on_ready(error_code{}); });
+            return;
+        }
         epoll_.async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](error_code ec) {
-            if (peers_) peers_->waiting[reactor_].store(false, std::memory_order_relaxed);
-            if (ec || cancelled_) {
-                deliver(ec ? ec : boost::asio::error::operation_aborted, tcp::socket(io_));
-                return;
-            }
-            // Consume the readiness of the private epoll fd, then race for it.
-            epoll_event ev;
-            ::epoll_wait(epoll_.native_handle(), &ev, 1, 0);
-            try_accept();
+            consume_ready();
+            on_ready(ec);
         });
+    }
+
+    void on_ready(error_code ec) {
+        if (peers_) peers_->waiting[reactor_].store(false, std::memory_order_relaxed);
+        if (ec || cancelled_) {
+            deliver(ec ? ec : boost::asio::error::operation_aborted, tcp::socket(io_));
+            return;
+        }
+        try_accept();
+    }
+
+    // Consumes the private epoll's readiness (and a wake, which stays
+    // readable until read); whether it held a wake.
+    bool consume_ready() noexcept {
+        epoll_event ev[2];
+        const int n = ::epoll_wait(epoll_.native_handle(), ev, 2, 0);
+        bool woken = false;
+        for (int i = 0; i < n; ++i) {
+            if (ev[i].data.fd == wake_fd_ && wake_fd_ >= 0) {
+                reactors::deployment_share::consume_wake(wake_fd_);
+                woken = true;
+            }
+        }
+        return woken;
     }
 
     void deliver(error_code ec, tcp::socket s) {
@@ -247,6 +296,7 @@ private:
     boost::asio::steady_timer pause_;
     std::shared_ptr<const shared_listener_peers> peers_;
     const unsigned reactor_;
+    int wake_fd_ = -1;  // this reactor's entry's wake (deployment_share), in epoll_
     accept_handler handler_;
     bool cancelled_ = false;
     unsigned accepted_this_turn_ = 0;

@@ -73,9 +73,11 @@ bool epoll_exclusive_supported();
 // connections with the least loaded reactor's (of every process sharing the
 // socket) and sits out, its registration removed, in pauses of
 // reactors::share_pause while it is ahead:
-//  * while the least loaded reactor waits for a connection (idle, so it
-//    takes the queued ones as soon as the kernel wakes it), as the
-//    deployment_share constants say: more than one ahead, up to 100 ms, and
+//  * while the least loaded reactor waits for a connection (its engine asked
+//    for one), as the deployment_share constants say: ahead at all when it
+//    can wake that reactor through its entry's wake (the connections queued
+//    now are left to it, and the kernel may have woken only this one), more
+//    than one ahead when it cannot (one process, no table); up to 100 ms, and
 //    not for a reactor that stalls;
 //  * else (that reactor is busy: it may be in a long handler, and must not
 //    stop the others from accepting), only after shared_accepts_per_turn

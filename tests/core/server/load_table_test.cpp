@@ -4,6 +4,7 @@
 // others sharing a socket with it, and who may write a row.
 #include <boost/test/unit_test.hpp>
 
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,11 @@ using m0::reactors::deployment_share;
 using m0::reactors::least_loaded;
 
 namespace {
+
+bool readable(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
 
 least_loaded others_seen_by(const deployment_share& share) {
     least_loaded seen;
@@ -93,4 +99,46 @@ BOOST_AUTO_TEST_CASE(a_predecessor_leaves_its_replacements_row_alone) {
     BOOST_TEST(seen.any());
     BOOST_TEST(seen.open == 5u);
     BOOST_TEST(seen.waits);
+}
+
+// A listener that sits out while connections are queued wakes the one it
+// leaves them to through that one's entry: an eventfd per entry, made before
+// the first fork (so a forked process has it at the same number).
+BOOST_AUTO_TEST_CASE(each_entry_has_its_own_wake_and_the_least_loaded_one_is_woken_through_it) {
+    m0::load_table table(2, 2);
+    const deployment_share self(table.for_process(0));
+    const deployment_share other(table.for_process(1));
+    const int mine = self.wake_fd(1);
+    BOOST_TEST(mine >= 0);
+    BOOST_TEST(self.wake_fd(0) != mine);
+    BOOST_TEST(other.wake_fd(1) != mine);
+    BOOST_TEST(self.wake_fd(2) == -1);  // beyond the row
+    BOOST_TEST(!deployment_share().active());
+    BOOST_TEST(deployment_share().wake_fd(0) == -1);
+
+    self.publish(0, 3, false);
+    self.publish(1, 2, true);
+    const least_loaded seen = others_seen_by(other);
+    BOOST_TEST(seen.open == 2u);
+    BOOST_TEST(seen.wake_fd == mine);
+
+    BOOST_TEST(!readable(mine));
+    deployment_share::wake(seen.wake_fd);
+    deployment_share::wake(seen.wake_fd);  // one pending wake, however many
+    BOOST_TEST(readable(mine));
+    BOOST_TEST(!readable(self.wake_fd(0)));
+    deployment_share::consume_wake(mine);
+    BOOST_TEST(!readable(mine));
+    deployment_share::wake(-1);  // no table: nothing to wake
+
+    const pid_t child = ::fork();
+    BOOST_REQUIRE(child >= 0);
+    if (child == 0) {
+        // A serving process: the same entry's wake at the same number.
+        deployment_share::wake(table.for_process(1).entry(0, 1)->wake_fd);
+        ::_exit(0);
+    }
+    int status = 0;
+    BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+    BOOST_TEST(readable(mine));
 }

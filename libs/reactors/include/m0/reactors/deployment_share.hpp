@@ -19,10 +19,18 @@ namespace m0::reactors {
 // reactor takes one for share_stalled_pauses pauses in a row is stalled (its
 // process stopped, its thread without a CPU) and is not waited for during
 // share_distrust_stalled.
+//
+// A listener that wakes the one it sits out for (deployment_share::wake)
+// allows no lead at all (share_lead_allowed_waking): two idle reactors then
+// take a burst's connections in turns of one or two, as a client that goes
+// round its connections in order needs (each process gets its requests
+// spread out, not in runs). One that cannot wake it keeps a lead of one, so
+// that the kernel's next wake-up decides.
 inline constexpr std::uint64_t share_lead_allowed = 1;
+inline constexpr std::uint64_t share_lead_allowed_waking = 0;
 inline constexpr std::chrono::microseconds share_pause{500};
 inline constexpr unsigned share_max_pauses = 200;
-inline constexpr unsigned share_stalled_pauses = 2;
+inline constexpr unsigned share_stalled_pauses = 8;
 inline constexpr std::chrono::milliseconds share_distrust_stalled{100};
 
 // The least loaded of a set of reactors, folded one reactor at a time: what
@@ -31,12 +39,14 @@ inline constexpr std::chrono::milliseconds share_distrust_stalled{100};
 struct least_loaded {
     std::uint64_t open = UINT64_MAX;  // its open connections; UINT64_MAX: none considered
     bool waits = false;               // it waits for a connection (on a tie, the one that waits)
+    int wake_fd = -1;                 // what wakes its listener (deployment_share::wake); -1: none
     std::uint64_t total = 0;          // the open connections of all of them together
 
     bool any() const noexcept { return open != UINT64_MAX; }
-    void consider(std::uint64_t reactor_open, bool reactor_waits) noexcept {
+    void consider(std::uint64_t reactor_open, bool reactor_waits, int reactor_wake_fd = -1) noexcept {
         total += reactor_open;
-        if (reactor_open < open || (reactor_open == open && reactor_waits)) open = reactor_open, waits = reactor_waits;
+        if (reactor_open < open || (reactor_open == open && reactor_waits))
+            open = reactor_open, waits = reactor_waits, wake_fd = reactor_wake_fd;
     }
 };
 
@@ -57,6 +67,15 @@ public:
     // Folds every reactor of the other processes that takes connections
     // into `into`.
     void consider_others(least_loaded& into) const noexcept;
+
+    // The eventfd that wakes reactor `reactor` of this process (its
+    // entry's); -1 without a table.
+    int wake_fd(unsigned reactor) const noexcept;
+    // Wakes the listener watching `fd` (a wake_fd); nothing for -1.
+    static void wake(int fd) noexcept;
+    // Takes what woke a listener off `fd`, so that it wakes it only again
+    // for a new wake.
+    static void consume_wake(int fd) noexcept;
 
 private:
     bool owns(const reactor_load& e) const noexcept;
