@@ -234,10 +234,9 @@ void pool_core::spawn_locked() {
         slot& s = *slots_[i];
         if (s.thread.joinable()) {
             if (!s.exited.load(std::memory_order_acquire)) continue;
-            s.thread.join();  // retired after an idle timeout; reuse its slot
+            s.thread.join();  // left after an idle timeout; reuse its slot
         }
         s.exited.store(false);
-        s.retired = false;
         s.state.store(running);
         live_.fetch_add(1);
         idle_.fetch_add(1);  // idle until it takes a job, so nobody spawns a twin
@@ -279,13 +278,13 @@ void pool_core::on_job_pushed() {
         // A job pushed while every thread is busy grows the pool here: a
         // thread that took the queue's last job earlier saw nothing to
         // grow for, and the busy ones may block for long.
-        if (idle_.load() == 0) maybe_grow();
+        if (idle_.fetch_add(0) == 0) maybe_grow();  // push → read the idle count (see leave_if_surplus)
         return;
     }
     if (parked_.fetch_add(0) > 0) {  // push → read the parked count
         if (wake_one()) return;
     }
-    if (idle_.load() == 0) maybe_grow();
+    if (idle_.fetch_add(0) == 0) maybe_grow();  // push → read the idle count (see leave_if_surplus)
 }
 
 void pool_core::on_stalled_lane() {
@@ -382,15 +381,50 @@ bool pool_core::unpark(slot& s) noexcept {
     return false;
 }
 
-bool pool_core::try_retire() noexcept {
-    unsigned live = live_.load();
-    while (live > options_.threads) {
-        if (live_.compare_exchange_weak(live, live - 1)) return true;
-    }
-    return false;
+void pool_core::run_start_hooks() {
+    for (auto& h : hooks_)
+        if (h.on_start) h.on_start();
 }
 
-bool pool_core::idle_ring(slot& s, lane_state*& lane, queued_job& j) {
+void pool_core::run_stop_hooks() {
+    for (auto it = hooks_.rbegin(); it != hooks_.rend(); ++it)
+        if (it->on_stop) it->on_stop();
+}
+
+// A push wakes a parked thread or, with nobody idle, grows the pool; a thread
+// that counts as idle is trusted to find the job itself. So a thread on its
+// way out must stop counting as idle before it looks for work a last time
+// (the announce/re-check pair again, on idle_): either its re-check finds
+// the job, or the push reads idle_ without it and grows. The grow needs a
+// free slot, and this thread's is free only once it has decided to go: the
+// re-check and the decision happen under threads_mutex_, which the grow
+// takes to spawn, so a grow that found no slot is followed by a re-check
+// that sees its job. The hooks (on_stop takes the GIL) run before the lock,
+// so a grow never waits for Python; they run again (on_start) if it stays.
+std::optional<pool_core::idle_end> pool_core::leave_if_surplus(slot& s, lane_state*& lane, queued_job& j) {
+    if (live_.load() <= options_.threads) return std::nullopt;
+    idle_.fetch_sub(1);  // announce → re-check
+    run_stop_hooks();
+    std::unique_lock lock(threads_mutex_);
+    const bool got = ring_mode() ? take_job(lane, j) : job_semaphore_.wait(std::chrono::nanoseconds(0)) && take_job(lane, j);
+    if (!got) {
+        unsigned live = live_.load();
+        while (live > options_.threads) {
+            if (!live_.compare_exchange_weak(live, live - 1)) continue;
+            // The slot is free from here: the next spawn joins this thread
+            // (which only returns now) and reuses it.
+            std::lock_guard exit_lock(exit_mutex_);
+            s.exited.store(true, std::memory_order_release);
+            return idle_end::left;
+        }
+    }
+    idle_.fetch_add(1);  // stays: idle again until thread_main takes the job
+    lock.unlock();
+    run_start_hooks();
+    return got ? std::optional(idle_end::job) : std::nullopt;
+}
+
+pool_core::idle_end pool_core::idle_ring(slot& s, lane_state*& lane, queued_job& j) {
     using clock = std::chrono::steady_clock;
     // 1. Spin: a job arriving within spin costs no syscall on either side.
     // Pauses only, never sched_yield: a yielding thread stays runnable, so
@@ -400,8 +434,8 @@ bool pool_core::idle_ring(slot& s, lane_state*& lane, queued_job& j) {
     if (options_.spin.count() > 0) {
         const auto deadline = clock::now() + options_.spin;
         for (;;) {
-            if (stopping()) return false;
-            if (take_job(lane, j)) return true;
+            if (stopping()) return idle_end::stop;
+            if (take_job(lane, j)) return idle_end::job;
             if (clock::now() >= deadline) break;
             for (int i = 0; i < 64; ++i) cpu_relax();
         }
@@ -413,11 +447,11 @@ bool pool_core::idle_ring(slot& s, lane_state*& lane, queued_job& j) {
         window_pause();
         if (stopping()) {
             unpark(s);
-            return false;
+            return idle_end::stop;
         }
         if (take_job(lane, j)) {
             unpark(s);
-            return true;
+            return idle_end::job;
         }
         // One FUTEX_WAIT, refused by the kernel if a waker has already
         // moved the word to `woken`.
@@ -426,35 +460,31 @@ bool pool_core::idle_ring(slot& s, lane_state*& lane, queued_job& j) {
             s.state.store(running);  // the waker moved us to `woken`
         } else {
             window_pause();  // a wake may claim us between the timeout and unpark
-            if (unpark(s) && try_retire()) {
-                s.retired = true;
-                return false;
-            }
+            // Unparked by ourselves, no waker can count on us any more.
+            if (unpark(s))
+                if (const auto end = leave_if_surplus(s, lane, j)) return *end;
         }
-        if (stopping()) return false;
-        if (take_job(lane, j)) return true;
+        if (stopping()) return idle_end::stop;
+        if (take_job(lane, j)) return idle_end::job;
         // Woken for a job a sibling already took: spin no more, park again.
     }
 }
 
-bool pool_core::idle_none(slot& s, lane_state*& lane, queued_job& j) {
+pool_core::idle_end pool_core::idle_none(slot& s, lane_state*& lane, queued_job& j) {
     for (;;) {
-        if (stopping()) return false;
+        if (stopping()) return idle_end::stop;
         s.state.store(parked);  // observability only; wakes go through the semaphore
         parked_.fetch_add(1);
         if (options_.batch_sched) set_scheduling(SCHED_BATCH, s.batch);
         const bool got = job_semaphore_.wait(options_.idle_timeout);
         parked_.fetch_sub(1);
         s.state.store(running);
-        if (stopping()) return false;
+        if (stopping()) return idle_end::stop;
         if (got) {
-            if (take_job(lane, j)) return true;
+            if (take_job(lane, j)) return idle_end::job;
             continue;  // its job was cancelled by a stopping reactor
         }
-        if (try_retire()) {
-            s.retired = true;
-            return false;
-        }
+        if (const auto end = leave_if_surplus(s, lane, j)) return *end;
     }
 }
 
@@ -463,22 +493,21 @@ void pool_core::thread_main(unsigned index) {
     const std::string name = "m0-pool-" + std::to_string(index);
     pthread_setname_np(pthread_self(), name.c_str());
     if (have_start_cpus_) pthread_setaffinity_np(pthread_self(), sizeof start_cpus_, &start_cpus_);
-    for (auto& h : hooks_)
-        if (h.on_start) h.on_start();
+    run_start_hooks();
 
     lane_state* lane = nullptr;
     queued_job j;
     unsigned cpus_applied = 0;
+    idle_end end = idle_end::job;
     for (;;) {
-        bool got = !stopping() && take_job(lane, j);
-        if (!got) {
+        if (stopping() || !take_job(lane, j)) {
             // Before any wait: a frontend gives up what it kept from its last
             // job (the GIL), so a spinning or parked thread holds nothing.
             for (auto& h : hooks_)
                 if (h.on_idle) h.on_idle();
-            got = ring_mode() ? idle_ring(s, lane, j) : idle_none(s, lane, j);
+            end = ring_mode() ? idle_ring(s, lane, j) : idle_none(s, lane, j);
+            if (end != idle_end::job) break;
         }
-        if (!got) break;
         // Back from a park: the job runs under the default policy (see set_scheduling).
         if (s.batch) set_scheduling(SCHED_OTHER, s.batch);
         // A job taken after a reactor reported its cores runs on them.
@@ -499,11 +528,12 @@ void pool_core::thread_main(unsigned index) {
         idle_.fetch_add(1);
     }
 
-    for (auto it = hooks_.rbegin(); it != hooks_.rend(); ++it)
-        if (it->on_stop) it->on_stop();
-    idle_.fetch_sub(1);
-    if (!s.retired) live_.fetch_sub(1);  // a retiring thread already gave up its place
-    {
+    // A thread that left gave up its counts, ran its hooks and handed its slot
+    // back (which may already hold its successor): only the notify is left.
+    if (end != idle_end::left) {
+        run_stop_hooks();
+        idle_.fetch_sub(1);
+        live_.fetch_sub(1);
         std::lock_guard lock(exit_mutex_);
         s.exited.store(true, std::memory_order_release);
     }

@@ -145,7 +145,6 @@ private:
         // running/parked/woken; a ring-mode thread parks on this word itself.
         rings::futex_word state{running};
         std::atomic<bool> exited{false};
-        bool retired = false;  // its own thread only: left on an idle timeout
         bool batch = false;    // its own thread only: under SCHED_BATCH now (parked, with batch_sched)
         std::thread thread;
     };
@@ -160,11 +159,18 @@ private:
     // Runs the job and counts it done in `counted` (the thread's own).
     void run_job(lane_state& lane, job* j, job_counters& counted) noexcept;
     bool take_job(lane_state*& lane, queued_job& j) noexcept;
-    // Ring idle path; returns false when the thread should exit.
-    bool idle_ring(slot& s, lane_state*& lane, queued_job& j);
-    bool idle_none(slot& s, lane_state*& lane, queued_job& j);
+    // How a thread's wait for work ended: with a job in hand, told to stop,
+    // or gone after an idle timeout (its slot already handed back: it must
+    // not touch it again).
+    enum class idle_end { job, stop, left };
+    idle_end idle_ring(slot& s, lane_state*& lane, queued_job& j);
+    idle_end idle_none(slot& s, lane_state*& lane, queued_job& j);
     bool unpark(slot& s) noexcept;
-    bool try_retire() noexcept;
+    // After an idle timeout: a thread beyond `threads` leaves, unless a job
+    // came in meanwhile (then it takes it: idle_end::job).
+    std::optional<idle_end> leave_if_surplus(slot& s, lane_state*& lane, queued_job& j);
+    void run_start_hooks();
+    void run_stop_hooks();
     void window_pause() const noexcept;
     // With `colocate`: moves the calling pool thread onto the reactors'
     // cores if they changed since `applied` (its own copy of the generation).
