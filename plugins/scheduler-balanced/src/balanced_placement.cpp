@@ -7,11 +7,13 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -40,6 +42,20 @@ struct balanced_placement::accept_point {
     asio::steady_timer retry;
     asio::steady_timer pause;  // sitting out for another process (sit_out)
     bool armed = false;
+    // While sitting out: where the sit-out stands, for a wake that ends the
+    // pause early.
+    struct sitting_out {
+        unsigned pauses;
+        reactors::stall_watch watch;
+    };
+    std::optional<sitting_out> sitting;
+};
+
+// The wake of one of this process's reactors' entries (deployment_share).
+struct balanced_placement::wake_watch {
+    wake_watch(asio::io_context& io, int fd) : fd(fd), descriptor(io, fd) {}
+    int fd;
+    asio::posix::stream_descriptor descriptor;  // owns nothing: released before it is destroyed
 };
 
 std::uint64_t balanced_placement::reactor_slot::live() const noexcept {
@@ -107,6 +123,14 @@ std::vector<std::unique_ptr<reactors::reactor_listener>> balanced_placement::lis
 void balanced_placement::reactors_started() {
     for (int fd : fds_) points_.push_back(std::make_unique<accept_point>(*io_, fd));
     for (std::size_t a = 0; a < points_.size(); ++a) arm(a);
+    // Any of its reactors' wakes is for the accept thread, which places on all.
+    if (share_.active())
+        for (unsigned r = 0; r < slots_.size(); ++r)
+            if (const int fd = share_.wake_fd(r); fd >= 0) wakes_.push_back(std::make_unique<wake_watch>(*io_, fd));
+    for (std::size_t w = 0; w < wakes_.size(); ++w) {
+        arm_wake(w);
+        reactors::deployment_share::consume_wake(wakes_[w]->fd);  // one left by a predecessor is stale
+    }
     thread_ = std::thread([this] {
         pthread_setname_np(pthread_self(), "m0-accept");
         auto guard = asio::make_work_guard(*io_);
@@ -120,9 +144,10 @@ void balanced_placement::reactors_started() {
 
 void balanced_placement::arm(std::size_t a) {
     auto& point = *points_[a];
-    if (point.armed || stopped_) return;
+    if (stopped_) return;
+    publish();  // also when armed already (on_readable called from a wake)
+    if (point.armed) return;
     point.armed = true;
-    publish(true);
     point.acceptor.async_wait(tcp::acceptor::wait_read, [this, a](const error_code& ec) {
         points_[a]->armed = false;
         if (!ec) on_readable(a);
@@ -134,16 +159,19 @@ void balanced_placement::arm(std::size_t a) {
 // connections left in the kernel's backlog until a reactor has room.
 void balanced_placement::on_readable(std::size_t a) {
     const int listen_fd = points_[a]->acceptor.native_handle();
-    publish(false);
     for (int n = 0; n < max_accepts_per_wake; ++n) {
         const int target = choose();
         if (target < 0) {
             resume_if_room();  // pauses, unless a connection closed meanwhile
             return;
         }
-        std::uint64_t others = 0;
-        if (!std::exchange(turn_owed_, false) && ahead_of_an_idle_process(target, others)) {
-            sit_out(a, 0, reactors::stall_watch(others));
+        reactors::least_loaded least;
+        if (!std::exchange(turn_owed_, false) && ahead_of_an_idle_process(target, least)) {
+            // What is queued now is left to the idle one, whose accept
+            // thread the kernel may not have woken (it woke this one, and
+            // nothing else arrives).
+            if (reactors::connections_queued(listen_fd)) reactors::deployment_share::wake(least.wake_fd);
+            sit_out(a, 0, reactors::stall_watch(least.total));
             return;
         }
         const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -161,49 +189,85 @@ void balanced_placement::on_readable(std::size_t a) {
         auto& slot = *slots_[static_cast<unsigned>(target)];
         slot.placed.fetch_add(1, std::memory_order_relaxed);
         slot.inboxes[a]->put(fd);
-        if (share_.active()) share_.publish(static_cast<unsigned>(target), slot.live(), false);
+        if (share_.active()) share_.publish(static_cast<unsigned>(target), slot.live(), true);
     }
     arm(a);
 }
 
-void balanced_placement::publish(bool waiting) noexcept {
+void balanced_placement::publish() noexcept {
     if (!share_.active()) return;
-    for (unsigned r = 0; r < slots_.size(); ++r) share_.publish(r, slots_[r]->live(), waiting);
+    const bool takes = !paused_.load(std::memory_order_relaxed);
+    for (unsigned r = 0; r < slots_.size(); ++r) share_.publish(r, slots_[r]->live(), takes);
 }
 
-bool balanced_placement::ahead_of_an_idle_process(int target, std::uint64_t& others) const {
+bool balanced_placement::ahead_of_an_idle_process(int target, reactors::least_loaded& least) const {
     if (!share_.active() || std::chrono::steady_clock::now() < distrust_waiting_until_) return false;
-    reactors::least_loaded least;
     share_.consider_others(least);
-    others = least.total;
-    return least.waits && slots_[static_cast<unsigned>(target)]->live() > least.open + reactors::share_lead_allowed;
+    const auto lead = least.wake_fd >= 0 ? reactors::share_lead_allowed_waking : reactors::share_lead_allowed;
+    return least.waits && slots_[static_cast<unsigned>(target)]->live() > least.open + lead;
 }
 
 // Accept thread. The acceptor stays disarmed while this process sits out
 // (deployment_share.hpp), so the other processes' accept threads take what
-// arrives; this one looks again after each pause.
+// arrives; this one looks again after each pause, or sooner when one of them
+// gets ahead in turn and wakes it. It says it waits meanwhile: it takes the
+// next connection as soon as the others are ahead.
 void balanced_placement::sit_out(std::size_t a, unsigned pauses, reactors::stall_watch watch) {
-    publish(false);
-    auto& pause = points_[a]->pause;
-    pause.expires_after(reactors::share_pause);
-    pause.async_wait([this, a, pauses, watch](const error_code& ec) mutable {
-        if (ec || stopped_) return;
-        const int target = choose();
-        std::uint64_t others = 0;
-        const bool ahead = target >= 0 && ahead_of_an_idle_process(target, others);
-        if (ahead && watch.stalled(others, true, points_[a]->acceptor.native_handle())) {
-            // It says it waits but takes nothing (a stopped process, a
-            // thread without a CPU): not waited for for a while.
-            distrust_waiting_until_ = std::chrono::steady_clock::now() + reactors::share_distrust_stalled;
-        } else if (ahead && pauses + 1 < reactors::share_max_pauses) {
-            sit_out(a, pauses + 1, watch);
-            return;
-        }
-        // At least one accept before it looks again. Taken now, not on the
-        // next readiness: what was queued meanwhile raised no new edge.
-        turn_owed_ = true;
-        on_readable(a);
+    publish();
+    auto& point = *points_[a];
+    point.sitting = accept_point::sitting_out{pauses, watch};
+    point.pause.expires_after(reactors::share_pause);
+    point.pause.async_wait([this, a](const error_code& ec) {
+        auto& sitting = points_[a]->sitting;
+        if (ec || stopped_ || !sitting) return;  // cancelled, or ended by a wake
+        const auto s = *std::exchange(sitting, std::nullopt);
+        after_pause(a, s.pauses, s.watch);
     });
+}
+
+void balanced_placement::after_pause(std::size_t a, unsigned pauses, reactors::stall_watch watch) {
+    const int target = choose();
+    reactors::least_loaded least;
+    const bool ahead = target >= 0 && ahead_of_an_idle_process(target, least);
+    if (ahead && watch.stalled(least.total, true, points_[a]->acceptor.native_handle())) {
+        // It says it waits but takes nothing (a stopped process, a
+        // thread without a CPU): not waited for for a while.
+        distrust_waiting_until_ = std::chrono::steady_clock::now() + reactors::share_distrust_stalled;
+    } else if (ahead && pauses + 1 < reactors::share_max_pauses) {
+        sit_out(a, pauses + 1, watch);
+        return;
+    }
+    // At least one accept before it looks again. Taken now, not on the
+    // next readiness: what was queued meanwhile raised no new edge.
+    turn_owed_ = true;
+    on_readable(a);
+}
+
+void balanced_placement::arm_wake(std::size_t w) {
+    wakes_[w]->descriptor.async_wait(asio::posix::stream_descriptor::wait_read, [this, w](const error_code& ec) {
+        if (ec || stopped_) return;
+        // Armed again before the wake is taken: one written after the read
+        // raises a new edge for the new wait (Asio keeps none for later).
+        arm_wake(w);
+        reactors::deployment_share::consume_wake(wakes_[w]->fd);
+        on_wake();
+    });
+}
+
+// Accept thread. Another process sat out for this one with connections
+// queued: take them now (the kernel may have woken only that process), or
+// end a pause early (the other process got ahead while this one sat out).
+void balanced_placement::on_wake() {
+    for (std::size_t a = 0; a < points_.size(); ++a) {
+        auto& point = *points_[a];
+        if (point.sitting) {
+            const auto s = *std::exchange(point.sitting, std::nullopt);
+            point.pause.cancel();
+            after_pause(a, s.pauses, s.watch);
+        } else {
+            on_readable(a);
+        }
+    }
 }
 
 int balanced_placement::choose() noexcept {
@@ -233,7 +297,10 @@ int balanced_placement::choose() noexcept {
 void balanced_placement::resume_if_room() {
     if (stopped_) return;
     paused_.store(true, std::memory_order_seq_cst);
-    if (choose() < 0) return;
+    if (choose() < 0) {
+        publish();  // takes nothing now: no other process waits for it
+        return;
+    }
     paused_.store(false, std::memory_order_seq_cst);
     for (std::size_t a = 0; a < points_.size(); ++a) arm(a);
 }
@@ -254,6 +321,10 @@ void balanced_placement::stop_placing() noexcept {
             p->retry.cancel();
             p->pause.cancel();
         }
+        for (auto& w : wakes_) {
+            error_code ec;
+            w->descriptor.cancel(ec);
+        }
         // Takes no connection any more: the other processes wait for none.
         for (unsigned r = 0; r < slots_.size(); ++r) share_.withdraw(r);
         io_->stop();
@@ -268,6 +339,9 @@ void balanced_placement::close() noexcept {
         (void)p->acceptor.release(ec);
     }
     points_.clear();
+    // The wakes belong to the supervisor's table: watched, never closed here.
+    for (auto& w : wakes_) (void)w->descriptor.release();
+    wakes_.clear();
     io_.reset();
     for (int fd : fds_) ::close(fd);
     fds_.clear();

@@ -51,16 +51,30 @@ private:
     };
     struct accept_point;
 
+    struct wake_watch;
+
     void arm(std::size_t address);
     void on_readable(std::size_t address);
     // Processes sharing the socket (share_ active): shows every reactor's
-    // live count; `waiting` while the accept thread waits for arrivals.
-    void publish(bool waiting) noexcept;
+    // live count, and that this process waits for connections: always, but
+    // while every reactor is full. Not only while the acceptor is armed: an
+    // accept thread preempted between a readiness and its accept would
+    // otherwise look busy, and the other process would take every arrival
+    // meanwhile instead of sitting out (a stalled one is caught by the stall
+    // rule, deployment_share.hpp).
+    void publish() noexcept;
     // Whether to leave the next connection to another process's idle
-    // reactor: this process's least loaded reactor (`target`) is more than
-    // share_lead_allowed ahead of it. `others`: what they hold together.
-    bool ahead_of_an_idle_process(int target, std::uint64_t& others) const;
+    // reactor (`least`, the least loaded of theirs): this process's least
+    // loaded reactor (`target`) is ahead of it by more than the lead allowed
+    // (deployment_share.hpp).
+    bool ahead_of_an_idle_process(int target, reactors::least_loaded& least) const;
     void sit_out(std::size_t address, unsigned pauses, reactors::stall_watch watch);
+    // The end of a pause (its timer, or a wake that cuts it short).
+    void after_pause(std::size_t address, unsigned pauses, reactors::stall_watch watch);
+    // Another process's accept thread (sitting out while connections are
+    // queued) wrote the wake of one of this process's reactors' entries.
+    void arm_wake(std::size_t watch);
+    void on_wake();
     // The reactor to place the next connection on: fewest live, ties taken
     // in turn; -1 when every reactor is at the connection limit (or refusing).
     int choose() noexcept;
@@ -74,6 +88,7 @@ private:
     unsigned next_ = 0;  // where the search for the least loaded starts (rotates ties)
     std::unique_ptr<boost::asio::io_context> io_;  // the accept thread's
     std::vector<std::unique_ptr<accept_point>> points_;
+    std::vector<std::unique_ptr<wake_watch>> wakes_;  // one per reactor entry with a wake
     // Set while every reactor is full: a reactor whose engine asks for a
     // connection again then wakes the accept thread (see resume_if_room).
     std::atomic<bool> paused_{false};
