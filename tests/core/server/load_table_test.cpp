@@ -8,6 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
 #include <m0/reactors/deployment_share.hpp>
 #include "server/load_table.hpp"
 
@@ -141,4 +146,53 @@ BOOST_AUTO_TEST_CASE(each_entry_has_its_own_wake_and_the_least_loaded_one_is_wok
     int status = 0;
     BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
     BOOST_TEST(readable(mine));
+}
+
+// The table under the threads of one process (`--workers N --threads M`:
+// every reactor thread publishes its entry and reads the others' on each
+// accept) and across rows at once: relaxed atomics and eventfd writes only,
+// which ThreadSanitizer checks here (label tsan). Each thread stands for a
+// reactor; it publishes, folds the others, wakes the least loaded one and
+// takes its own wakes, then publishes a last value that everyone must see.
+BOOST_AUTO_TEST_CASE(reactors_publishing_folding_and_waking_at_once_leave_every_last_value_visible) {
+    constexpr unsigned rows = 3, reactors = 2, rounds = 20000;
+    m0::load_table table(rows, reactors);
+    std::vector<deployment_share> shares;
+    for (unsigned row = 0; row < rows; ++row) shares.emplace_back(table.for_process(row));
+    std::atomic<unsigned> wakes_taken{0};
+    std::vector<std::thread> threads;
+    for (unsigned row = 0; row < rows; ++row)
+        for (unsigned r = 0; r < reactors; ++r)
+            threads.emplace_back([&, row, r] {
+                const deployment_share& share = shares[row];
+                const int own = share.wake_fd(r);
+                for (unsigned i = 0; i < rounds; ++i) {
+                    share.publish(r, (i * 7 + row) % 11, i % 3 == 0);
+                    least_loaded least;
+                    share.consider_others(least);
+                    if (least.waits && i % 5 == 0) deployment_share::wake(least.wake_fd);
+                    if (readable(own)) {
+                        deployment_share::consume_wake(own);
+                        wakes_taken.fetch_add(1, std::memory_order_relaxed);
+                    }
+                }
+                // The last value: reactor r of row `row` holds 100 + 10 * row + r and waits.
+                share.publish(r, 100 + 10 * row + r, true);
+            });
+    for (auto& t : threads) t.join();
+    BOOST_TEST(wakes_taken.load() > 0u);  // the wakes reached their reactors
+    for (unsigned row = 0; row < rows; ++row) {
+        const least_loaded seen = others_seen_by(shares[row]);
+        // The least loaded of the other rows: row 0's reactor 0 (100), or
+        // row 1's (110) as row 0 sees it.
+        const unsigned expected_row = row == 0 ? 1 : 0;
+        BOOST_TEST(seen.open == 100u + 10 * expected_row);
+        BOOST_TEST(seen.waits);
+        BOOST_TEST(seen.wake_fd == shares[expected_row].wake_fd(0));
+        std::uint64_t total = 0;
+        for (unsigned other = 0; other < rows; ++other)
+            if (other != row)
+                for (unsigned r = 0; r < reactors; ++r) total += 100 + 10 * other + r;
+        BOOST_TEST(seen.total == total);
+    }
 }
