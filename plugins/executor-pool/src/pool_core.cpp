@@ -406,7 +406,9 @@ std::optional<pool_core::idle_end> pool_core::leave_if_surplus(slot& s, lane_sta
     idle_.fetch_sub(1);  // announce → re-check
     run_stop_hooks();
     std::unique_lock lock(threads_mutex_);
-    const bool got = ring_mode() ? take_job(lane, j) : job_semaphore_.wait(std::chrono::nanoseconds(0)) && take_job(lane, j);
+    // Stopping: no new job (the reactors cancel what is left), and it leaves.
+    const bool got = !stopping() && (ring_mode() ? take_job(lane, j)
+                                                 : job_semaphore_.wait(std::chrono::nanoseconds(0)) && take_job(lane, j));
     if (!got) {
         unsigned live = live_.load();
         while (live > options_.threads) {
