@@ -27,6 +27,15 @@ pool_options no_safety_net(ring_kind ring, unsigned threads) {
     return o;
 }
 
+// One thread that grows to two for jobs that need it, and an extra thread
+// that leaves after `idle` parked.
+pool_options growing_to_two(ring_kind ring, std::chrono::nanoseconds idle) {
+    auto o = no_safety_net(ring, 1);
+    o.max_threads = 2;
+    o.idle_timeout = idle;
+    return o;
+}
+
 // Submits an empty job; true once its completion reached the reactor
 // (blocked in between), false if that took over 2 s: the job lost its wake.
 bool one_job_completes(test_reactor& reactor) {
@@ -132,9 +141,8 @@ BOOST_DATA_TEST_CASE(chained_wake_burst_runs_concurrently,
 // retire: the wake was spent on it, and the other thread sleeps on (no age
 // check here), so a retiring thread would strand the job.
 BOOST_DATA_TEST_CASE(wake_racing_the_idle_timeout, bdata::make({ring_kind::vyukov, ring_kind::lockfree}), ring) {
-    auto o = no_safety_net(ring, 1);
-    o.max_threads = 2;
-    o.idle_timeout = o.test_park_window = 1ms;
+    auto o = growing_to_two(ring, 1ms);
+    o.test_park_window = 1ms;
     pool_executor ex(o);
     test_reactor reactor(ex);
     ex.start();
@@ -159,10 +167,7 @@ BOOST_DATA_TEST_CASE(wake_racing_the_idle_timeout, bdata::make({ring_kind::vyuko
 // job waited for the first to finish (here: never, until the barrier gave up).
 BOOST_DATA_TEST_CASE(leaving_thread_strands_no_job,
                      bdata::make({ring_kind::vyukov, ring_kind::lockfree, ring_kind::none}), ring) {
-    auto o = no_safety_net(ring, 1);
-    o.max_threads = 2;
-    o.idle_timeout = 1ms;
-    pool_executor ex(o);
+    pool_executor ex(growing_to_two(ring, 1ms));
     // Slow per-thread teardown: the departure window is 3 ms wide.
     ex.add_thread_hooks(m0::thread_hooks{{}, [] { std::this_thread::sleep_for(3ms); }, {}});
     test_reactor reactor(ex);
