@@ -560,20 +560,25 @@ parse_status request_parser::finish_head(const char* data, std::size_t head_end,
 
 // ------------------------------------------------------------------- body
 
-parse_status request_parser::feed_body(const char* data, std::size_t size, std::size_t& consumed) {
+bool request_parser::take_body_bytes(const char* data, std::size_t size, std::size_t& pos) {
     std::string& body = *sink_;
+    const auto room = sink_max_ - std::min(sink_max_, body.size());
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>({remaining_, size - pos, room}));
+    body.append(data + pos, n);
+    pos += n;
+    remaining_ -= n;
+    body_received_ += n;
+    return remaining_ == 0;
+}
+
+parse_status request_parser::feed_body(const char* data, std::size_t size, std::size_t& consumed) {
     std::size_t pos = 0;
     for (;;) {
         switch (state_) {
         case state::body_length: {
-            const auto room = sink_max_ - std::min(sink_max_, body.size());
-            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>({remaining_, size - pos, room}));
-            body.append(data + pos, n);
-            pos += n;
-            remaining_ -= n;
-            body_received_ += n;
+            const bool whole = take_body_bytes(data, size, pos);
             consumed = pos;
-            if (remaining_ != 0) return parse_status::need_more;
+            if (!whole) return parse_status::need_more;
             state_ = state::done;
             return parse_status::complete;
         }
@@ -598,13 +603,7 @@ parse_status request_parser::feed_body(const char* data, std::size_t size, std::
             break;
         }
         case state::chunk_data: {
-            const auto room = sink_max_ - std::min(sink_max_, body.size());
-            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>({remaining_, size - pos, room}));
-            body.append(data + pos, n);
-            pos += n;
-            remaining_ -= n;
-            body_received_ += n;
-            if (remaining_ != 0) {
+            if (!take_body_bytes(data, size, pos)) {
                 consumed = pos;
                 return parse_status::need_more;
             }

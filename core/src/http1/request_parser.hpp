@@ -98,6 +98,9 @@ private:
     parse_status fail(unsigned status, std::string_view reason) noexcept;
     parse_status feed_head(const char* data, std::size_t size, std::size_t& consumed);
     parse_status feed_body(const char* data, std::size_t size, std::size_t& consumed);
+    // Appends what the sink has room for of the rest of the current body or
+    // chunk (data[pos, size)); advances pos. True when that part is whole.
+    bool take_body_bytes(const char* data, std::size_t size, std::size_t& pos);
     parse_status finish_head(const char* data, std::size_t head_end, std::size_t& consumed);
 
     bool parse_request_line(const char* line, std::size_t size);
