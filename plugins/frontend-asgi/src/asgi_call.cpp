@@ -112,9 +112,7 @@ PyObject* running_loop() {
 PyObject* lifespan_state(const application& app) {
     PyObject* loop = running_loop();
     if (!loop) return nullptr;
-    python::py_ref key(PyTuple_Pack(2, loop, app.id.get()));
-    if (!key) return nullptr;
-    return PyDict_GetItemWithError(glue("_states"), key.get());
+    return PyDict_GetItemWithError(app.states.get(), loop);
 }
 
 void flow::on_report(std::size_t drained, bool client_gone, std::size_t bound) {
@@ -198,7 +196,7 @@ void asgi_call::run(completion_port& port) noexcept {
     if (scope) channel = python::py_ref(new_channel(this));
     if (channel) {
         PyObject* args[] = {app_.callable.get(), scope.get(), channel.get()};
-        coro = python::py_ref(PyObject_Vectorcall(glue("_serve"), args, 3, nullptr));
+        coro = python::py_ref(PyObject_Vectorcall(glue(glue_name::serve), args, 3, nullptr));
     }
     if (coro) {
         // The first step runs now: an app that answers without waiting on
@@ -244,7 +242,7 @@ PyObject* app_error(const char* what) {
 // The exception send() raises once the client is gone: an OSError subclass
 // (ASGI HTTP spec 2.4) the frontend does not log as the app's error.
 PyObject* client_disconnected() {
-    PyErr_SetString(glue("ClientDisconnected"), "the client disconnected");
+    PyErr_SetString(glue(glue_name::client_disconnected), "the client disconnected");
     return nullptr;
 }
 
@@ -275,7 +273,7 @@ PyObject* asgi_call::send_message(PyObject* channel, PyObject* message) {
     }
     if (k == "http.response.body") return send_body(message);
     if (k == "http.response.trailers") return send_trailers(message);
-    return PyObject_CallFunctionObjArgs(glue("_send_other"), channel, message, nullptr);
+    return PyObject_CallFunctionObjArgs(glue(glue_name::send_other), channel, message, nullptr);
 }
 
 PyObject* asgi_call::send_body(PyObject* message) {
@@ -298,7 +296,7 @@ PyObject* asgi_call::send_body(PyObject* message) {
     wait_room(fut.get());
     // A coroutine around the future, as send() returns otherwise: only
     // when the output is full, so its cost is off the common path.
-    return PyObject_CallOneArg(glue("_await_room"), fut.get());
+    return PyObject_CallOneArg(glue(glue_name::await_room), fut.get());
 }
 
 PyObject* asgi_call::send_trailers(PyObject* message) {

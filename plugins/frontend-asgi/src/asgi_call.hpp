@@ -29,7 +29,10 @@ namespace m0::asgi {
 struct application {
     settings config;
     python::py_ref callable;
-    python::py_ref id;  // id(callable): with the loop, the key of its lifespan state
+    // Its lifespan state per loop (a dict: loop -> state), filled by each
+    // loop's lifespan startup; the frontend's own, as several ASGI mounts
+    // may share a loop.
+    python::py_ref states;
     scope_builder scope;
 };
 

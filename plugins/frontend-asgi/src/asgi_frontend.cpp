@@ -59,8 +59,8 @@ asgi_frontend::asgi_frontend(plugin_context& ctx) {
         throw std::runtime_error("asgi: cannot set up the ASGI glue");
     }
     app_.callable = python::import_callable(app_.config.app);
-    app_.id = python::py_ref(PyLong_FromVoidPtr(app_.callable.get()));
-    if (!app_.id || !app_.scope.init()) {
+    app_.states = python::py_ref(PyDict_New());
+    if (!app_.states || !app_.scope.init()) {
         python::log_exception("asgi: cannot set up the ASGI scope");
         throw std::runtime_error("asgi: cannot set up the ASGI scope");
     }
@@ -71,7 +71,7 @@ asgi_frontend::~asgi_frontend() {
     python::gil_scope gil;
     lifespans_.clear();
     app_.scope.clear();
-    app_.id = python::py_ref();
+    app_.states = python::py_ref();
     app_.callable = python::py_ref();
 }
 
@@ -88,7 +88,8 @@ void asgi_frontend::start_serving(serving_context& ctx) {
     const bool required = app_.config.lifespan == lifespan_mode::on;
     python::gil_scope gil;
     for (unsigned i = 0; i < loops->loop_count(); ++i) {
-        python::py_ref lifespan(PyObject_CallFunctionObjArgs(glue("Lifespan"), app_.callable.get(), nullptr));
+        python::py_ref lifespan(PyObject_CallFunctionObjArgs(glue(glue_name::lifespan), app_.callable.get(),
+                                                                 app_.states.get(), nullptr));
         if (!lifespan) {
             python::log_exception("asgi: cannot create the lifespan");
             throw std::runtime_error("asgi: cannot create the lifespan");

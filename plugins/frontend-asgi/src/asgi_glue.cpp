@@ -1,5 +1,8 @@
 #include "asgi_glue.hpp"
 
+#include <cstddef>
+#include <iterator>
+
 #include <m0/python/ref.hpp>
 
 namespace m0::asgi {
@@ -12,9 +15,6 @@ constexpr const char* glue_source = R"PY(
 import asyncio
 import collections
 import traceback
-
-# Lifespan state per (loop, id(app)): several ASGI mounts may share a loop.
-_states = {}
 
 
 class ClientDisconnected(OSError):
@@ -214,8 +214,9 @@ def _settle(fut, value):
 class Lifespan:
     """One loop's lifespan: startup() and shutdown() run on that loop."""
 
-    def __init__(self, app):
+    def __init__(self, app, states):
         self.app = app
+        self.states = states  # the app's lifespan state per loop, read by every request
         self.state = {}
         self.task = None
 
@@ -227,7 +228,7 @@ class Lifespan:
         self.task = loop.create_task(self._main())
         outcome = await self.started
         if outcome[0] == "ok":
-            _states[(loop, id(self.app))] = self.state
+            self.states[loop] = self.state
         return outcome
 
     async def shutdown(self):
@@ -275,6 +276,13 @@ class Lifespan:
 
 python::py_ref globals_;
 
+// The helpers by glue_name, looked up once when the glue is compiled: a
+// request calls _serve, and a lookup by a C string makes a str each time.
+constexpr const char* glue_names[] = {"_serve", "_serve_ws", "_send_other", "_await_room", "ClientDisconnected",
+                                      "Lifespan"};
+static_assert(std::size(glue_names) == static_cast<std::size_t>(glue_name::count));
+PyObject* helpers[std::size(glue_names)] = {};  // borrowed from globals_
+
 }  // namespace
 
 bool init_glue() {
@@ -285,12 +293,22 @@ bool init_glue() {
     PyDict_SetItemString(globals.get(), "__name__", python::py_ref(PyUnicode_FromString("m0.asgi")).get());
     python::py_ref r(PyRun_String(glue_source, Py_file_input, globals.get(), globals.get()));
     if (!r) return false;
+    for (std::size_t i = 0; i < std::size(glue_names); ++i) {
+        helpers[i] = PyDict_GetItemString(globals.get(), glue_names[i]);
+        if (!helpers[i]) {
+            PyErr_Format(PyExc_RuntimeError, "m0.asgi: the glue defines no %s", glue_names[i]);
+            return false;
+        }
+    }
     globals_ = globals;
     return true;
 }
 
-PyObject* glue(const char* name) { return PyDict_GetItemString(globals_.get(), name); }
+PyObject* glue(glue_name name) { return helpers[static_cast<std::size_t>(name)]; }
 
-void clear_glue() { globals_ = python::py_ref(); }
+void clear_glue() {
+    for (auto& h : helpers) h = nullptr;
+    globals_ = python::py_ref();
+}
 
 }  // namespace m0::asgi

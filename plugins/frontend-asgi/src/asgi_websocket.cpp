@@ -138,7 +138,7 @@ void websocket_call::run(completion_port& port) noexcept {
     if (scope) channel = python::py_ref(new_ws_channel(this));
     if (channel) {
         PyObject* args[] = {app_.callable.get(), scope.get(), channel.get()};
-        coro = python::py_ref(PyObject_Vectorcall(glue("_serve_ws"), args, 3, nullptr));
+        coro = python::py_ref(PyObject_Vectorcall(glue(glue_name::serve_ws), args, 3, nullptr));
     }
     if (coro) task = python::py_ref(PyObject_CallMethod(loop, "create_task", "O", coro.get()));
     if (task) on_done = python::py_ref(PyObject_GetAttrString(channel.get(), "done"));
