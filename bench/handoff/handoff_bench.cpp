@@ -1,6 +1,6 @@
 // Hand-off ping-pong: what one reactor → pool thread → reactor round trip
 // costs in CPU for each way of crossing threads, and how many jobs/s the
-// pool moves. Prints a table; see docs/benchmarks.md ("Executor hand-off").
+// pool moves. Prints a table; see docs/benchmarks/handoff.md.
 //
 //   m0_bench_handoff [--round-trips N] [--seconds S]
 //

@@ -4,8 +4,8 @@
 // start_response (CPython's floor), then through the frontend's real job
 // (wsgi_call::run: GIL, environ, start_response checks, body), as a pool
 // thread runs it, and the parts of that job on their own (the GIL, the
-// environ, start_response's checks). Prints thread CPU per call; see docs/benchmarks.md
-// ("Where a request's time goes").
+// environ, start_response's checks). Prints thread CPU per call; see
+// docs/benchmarks/wsgi_call.md.
 //
 //   m0_bench_wsgi_call [--calls N] [--rounds R] [--connections C]
 //

@@ -21,7 +21,8 @@ constexpr std::int64_t max_integer = std::numeric_limits<std::int64_t>::max();
 // Reactor threads per serving process when server.threads is not set: the
 // CPUs shared out among the processes, so that `--workers N` alone runs one
 // reactor per core in all and no process's reactors take turns on a core with
-// another's (measured in docs/benchmarks.md, issue 23: two processes of two
+// another's (measured in docs/benchmarks/django_pg.md, "server.threads, batch_sched and
+// the pool's threads", issue 23: two processes of two
 // reactors each on 2 cores served a Django app 0.88x the best peer, of one
 // each 1.03x).
 unsigned default_threads(unsigned workers) {

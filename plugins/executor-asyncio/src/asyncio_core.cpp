@@ -223,7 +223,7 @@ namespace {
 // once per completion. A wake of a sleeping reactor is an eventfd write and
 // a cross-CPU wake-up; on a FastAPI route the reactor, done with one answer
 // long before the next, slept ~1.4 times per request, ~0.3 with batches,
-// and spent a third less CPU (docs/benchmarks.md, "One wake per batch").
+// and spent a third less CPU (docs/benchmarks/asgi_bare.md, "One wake per batch").
 // A batch ends after batch_jobs entries, or at the first entry boundary
 // batch_time after its first owed wake, or with the pass: a completion
 // waits at most that long plus the job then running.

@@ -37,7 +37,8 @@ void bump(std::atomic<std::uint64_t>& a, std::uint64_t n) noexcept {
 // wait (a database query, a file, a lock): the wake that ends such a wait
 // must preempt like any other, or on a busy core the job waits for the next
 // scheduler tick (4 ms at HZ=250) after each query — measured in
-// docs/benchmarks.md (issue 23): a Django page of three queries served at
+// docs/benchmarks/django_pg.md, "server.threads, batch_sched and the pool's
+// threads" (issue 23): a Django page of three queries served at
 // 0.6x with the policy kept through the job. So the policy changes at the
 // park and back after it, two syscalls per park (none between jobs taken
 // back to back). Needs no privilege.

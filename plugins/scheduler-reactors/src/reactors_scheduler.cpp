@@ -28,8 +28,9 @@ std::unique_ptr<scheduler> make_reactors_scheduler(plugin_context& ctx) {
     // then share out the connections evenly across the processes, where
     // SO_REUSEPORT's hash, blind to load, leaves one process with more than
     // its half of a few keep-alive connections (a proxy's, a load test's) and
-    // queues them there at high load (docs/benchmarks.md, "Latency at a
-    // fixed rate"). In one process the reactors' own sockets stay the default.
+    // queues them there at high load (docs/benchmarks/rate_latency.md,
+    // "Processes sharing one socket"). In one process the reactors' own
+    // sockets stay the default.
     const auto fallback = ctx.process_count > 1 ? listener_strategy::shared : listener_strategy::reuseport;
     return std::make_unique<reactors_scheduler>(reactors::read_listener_key(ctx, fallback));
 }
