@@ -180,6 +180,9 @@ struct executor_stats {
     // Event-loop executors: how late the loop gets to work it was woken for
     // (the largest of its loops).
     std::optional<std::chrono::nanoseconds> loop_lag;
+    // Threads written off at a request deadline (executor::write_off) that
+    // have not returned yet.
+    std::optional<std::uint64_t> threads_written_off;
 };
 
 class executor {
@@ -208,6 +211,20 @@ public:
     virtual unsigned stop(std::chrono::milliseconds grace) = 0;
     // stop() waiting for every thread, however long it takes.
     unsigned stop() { return stop(std::chrono::milliseconds::max()); }
+
+    // A request deadline passed while kernel thread `thread` (gettid) runs a
+    // job of this executor, and the core gives that thread up: it no longer
+    // counts towards the executor's size (a replacement may start at once),
+    // and when its job returns it finishes that job (its completion runs, to
+    // release what the job holds; the core sends nothing of it) and exits
+    // instead of taking another. Any thread; must not block. False: this
+    // executor cannot write a thread off (the default; the core then only
+    // answers for the application and counts it), or `thread` runs none of
+    // its jobs.
+    virtual bool write_off(long thread) noexcept {
+        (void)thread;
+        return false;
+    }
 };
 
 // The core's `inline` executor: runs each job on the reactor at submit time.

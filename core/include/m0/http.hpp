@@ -74,6 +74,12 @@ struct response_header {
 
 class byte_stream;
 
+// How a request ended, for the access log (%(outcome)s, JSON "outcome") and
+// the metrics: `ok` unless the server answered for the application —
+// `timeout` at its request deadline (m0/deadline.hpp).
+enum class request_outcome : std::uint8_t { ok, timeout };
+M0_API std::string_view to_string(request_outcome o) noexcept;
+
 // Receives one piece of a streamed request body on the reactor thread:
 // `chunk` is non-empty unless `last` (the body ended; it may still carry the
 // final bytes) or `ec` is set. Errors: asio::error::message_size (over
@@ -206,6 +212,11 @@ public:
     // of one write each. Empty payloads are
     // skipped. Declared last so existing vtable slots keep their place.
     virtual void write_shared_batch(std::span<const std::shared_ptr<const std::string>> pieces) = 0;
+
+    // How this request ended, when not `ok` (the core's deadline watchdog
+    // sets `timeout` before it answers); recorded with the response. Any
+    // time before the response ends.
+    virtual void set_outcome(request_outcome o) { (void)o; }
 };
 
 // A connection after 101 Switching Protocols: raw bytes both ways, owned by

@@ -65,6 +65,7 @@ public:
 
 class service_registry;
 class request_recorder;
+class deadline_watch;
 
 namespace http {
 class handler;
@@ -97,6 +98,10 @@ struct reactor_context {
     std::vector<executor_lane*> executor_lanes;
     // Set when this frontend is one mount of several (see mount_binding).
     mount_binding* mount = nullptr;
+    // Request deadlines of this frontend's mount on this reactor
+    // (m0/deadline.hpp); set by the core before start_reactor, null when
+    // none is watched (server.request_timeout: 0 and no mount sets one).
+    deadline_watch* deadlines = nullptr;
     reactor_stats* stats = nullptr;
     const http_limits* limits = nullptr;
     // Any-thread entry to this reactor's reactor.

@@ -96,7 +96,8 @@ http::trusted_networks parse_forwarded_allow_ips(const config_node& server) {
 void parse_server(const config_node& server, server_config& out, config_errors& errors) {
     errors.check([&] {
         server.allow_keys({"listen", "workers", "threads", "listener", "pin_cores", "drain_timeout", "max_requests",
-                           "max_requests_jitter", "max_rss", "pid_file", "forwarded_allow_ips"});
+                           "max_requests_jitter", "max_rss", "pid_file", "forwarded_allow_ips", "request_timeout",
+                           "max_written_off"});
     });
     errors.check([&] {
         const auto listen = server.child("listen");
@@ -122,6 +123,10 @@ void parse_server(const config_node& server, server_config& out, config_errors& 
     });
     errors.check([&] { out.pin_cores = server.boolean("pin_cores", true); });
     errors.check([&] { out.drain_timeout = millis(server.duration("drain_timeout", std::chrono::seconds(30))); });
+    errors.check([&] { out.request_timeout = server.duration("request_timeout", default_request_timeout); });
+    errors.check([&] {
+        out.max_written_off = static_cast<unsigned>(server.integer("max_written_off", 4, 1, 64));
+    });
     const bool requests_ok = errors.check([&] {
         out.max_requests = static_cast<std::uint64_t>(server.integer("max_requests", 0, 0, max_integer));
     });
@@ -228,7 +233,7 @@ void parse_mounts(const config_node& root, server_config& out) {
     for (std::size_t i = 0; i < items.size(); ++i) {
         const auto& item = items[i];
         if (!item.is_map()) item.fail("", "expected a map with 'prefix' and 'frontend' (and optionally 'executor')");
-        item.allow_keys({"prefix", "frontend", "executor"});
+        item.allow_keys({"prefix", "frontend", "executor", "request_timeout"});
         mount_config m;
         m.index = i;
         const auto prefix = item.optional_string("prefix");
@@ -246,6 +251,7 @@ void parse_mounts(const config_node& root, server_config& out) {
         const auto type = frontend.optional_string("type");
         if (!type || type->empty()) frontend.fail("type", "required: the frontend plugin to serve with (e.g. 'http')");
         m.frontend_type = *type;
+        if (item.has("request_timeout")) m.request_timeout = item.duration("request_timeout", std::chrono::nanoseconds(0));
         if (const auto name = item.optional_string("executor")) {
             if (std::find(names.begin(), names.end(), *name) == names.end()) {
                 std::string msg = "unknown executor '" + *name + "'";

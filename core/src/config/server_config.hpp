@@ -42,7 +42,15 @@ struct mount_config {
     std::string prefix;         // "" for "/", else "/api": starts with '/', no trailing '/'
     std::string frontend_type;  // mounts[i].frontend.type
     std::string executor;       // a name from `executors` (or "default"); empty: the frontend's default type
+    std::optional<std::chrono::nanoseconds> request_timeout;  // mounts[i].request_timeout; unset: server.request_timeout
 };
+
+// server.request_timeout's default: an application may go two minutes
+// without producing. Long enough for a view proxying a slow upstream's first
+// token (an LLM gateway waits tens of seconds) and twice the proxy_read_timeout
+// (60 s) that nginx gives the server behind it; short enough that a hung view
+// frees its thread within minutes, not never.
+inline constexpr std::chrono::seconds default_request_timeout{120};
 
 struct server_config {
     std::vector<listen_address> listen;     // server.listen: list (or one string) of "host:port", "[v6]:port"; default ["127.0.0.1:8000"]; host must be an IP literal or "localhost"
@@ -51,6 +59,8 @@ struct server_config {
     std::string listener = "reuseport";     // server.listener: the older spelling of scheduler.listener (its plugin reads both)
     bool pin_cores = true;                  // server.pin_cores
     std::chrono::milliseconds drain_timeout{30000};  // server.drain_timeout
+    std::chrono::nanoseconds request_timeout = default_request_timeout;  // server.request_timeout: 0 off (m0/deadline.hpp)
+    unsigned max_written_off = 4;           // server.max_written_off: 1..64 written-off threads before the process is replaced
     http::trusted_networks forwarded_allow_ips;      // server.forwarded_allow_ips: CIDRs or "*"; default loopback
     std::uint64_t max_requests = 0;         // server.max_requests: a serving process is replaced after this many (0: never)
     std::uint64_t max_requests_jitter = 0;  // server.max_requests_jitter: each process adds random 0..jitter

@@ -2,6 +2,14 @@
 
 namespace m0::http {
 
+std::string_view to_string(request_outcome o) noexcept {
+    switch (o) {
+    case request_outcome::ok: return "ok";
+    case request_outcome::timeout: return "timeout";
+    }
+    return "ok";
+}
+
 std::string_view reason_phrase(unsigned status) noexcept {
     switch (status) {
     case 100: return "Continue";

@@ -43,6 +43,8 @@ void exchange_impl::end_with_trailers(std::vector<response_header> trailers) { s
 
 void exchange_impl::abort() { session_->abort(*this); }
 
+void exchange_impl::set_outcome(request_outcome o) { session_->set_outcome(*this, o); }
+
 std::size_t exchange_impl::pending_bytes() const { return session_->pending_bytes(); }
 
 void exchange_impl::when_drained(std::size_t below, std::function<void()> fn) {

@@ -41,6 +41,7 @@ public:
     void write_shared(std::shared_ptr<const std::string> data) override;
     void on_peer_eof(std::function<void()> fn) override;
     void write_shared_batch(std::span<const std::shared_ptr<const std::string>> pieces) override;
+    void set_outcome(request_outcome o) override;
 
     bool is_head() const noexcept { return data_->is_head; }
     unsigned version() const noexcept { return data_->req.version; }

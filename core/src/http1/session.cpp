@@ -756,6 +756,10 @@ void session::end(exchange_impl& ex, const std::vector<response_header>* trailer
     finish_response();
 }
 
+void session::set_outcome(exchange_impl& ex, request_outcome o) {
+    if (active_ == &ex) resp_.outcome = o;
+}
+
 void session::abort(exchange_impl& ex) {
     if (active_ != &ex) return;
     // Dropping what is still queued is fine: the response is unusable, and
@@ -853,6 +857,7 @@ void session::record_response() {
     r.body_bytes = resp_.body_bytes;
     r.duration = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - dispatched_at_);
     r.mount = r.req->script_name;
+    r.outcome = resp_.outcome;
     r.response_values = &captured_headers_;
     recorder_->record(r);
     captured_headers_.clear();

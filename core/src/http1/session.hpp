@@ -77,6 +77,7 @@ public:
     // trailers: written after the last chunk of a chunked response, else dropped.
     void end(exchange_impl& ex, const std::vector<response_header>* trailers = nullptr);
     void abort(exchange_impl& ex);
+    void set_outcome(exchange_impl& ex, request_outcome o);
     std::size_t pending_bytes() const noexcept { return static_cast<std::size_t>(out_.pending()); }
     void when_drained(std::size_t below, std::function<void()> fn);
     bool client_gone() const noexcept { return gone_; }
@@ -112,6 +113,7 @@ private:
         std::uint64_t remaining = 0;   // framing::length: bytes still owed
         unsigned status = 0;
         std::uint64_t body_bytes = 0;  // handed to the connection, for the access log
+        request_outcome outcome = request_outcome::ok;
     };
 
     // Transport: the socket itself, or TLS over it.

@@ -46,6 +46,7 @@ public:
     // client that leaves resets the stream, which on_client_gone reports.
     void on_peer_eof(std::function<void()>) override {}
     void write_shared_batch(std::span<const std::shared_ptr<const std::string>> pieces) override;
+    void set_outcome(http::request_outcome o) override { stream_->outcome = o; }
 
 private:
     std::shared_ptr<h2_session> session_;

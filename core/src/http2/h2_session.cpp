@@ -884,6 +884,7 @@ void h2_session::record(const h2_stream& st) {
     r.body_bytes = st.body_bytes;
     r.duration = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - st.dispatched_at);
     r.mount = r.req->script_name;
+    r.outcome = st.outcome;
     r.response_values = &st.captured_headers;
     recorder_->record(r);
 }

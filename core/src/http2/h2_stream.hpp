@@ -80,6 +80,7 @@ struct h2_stream {
     stream_output out;
     clock::time_point last_output{};
     std::vector<std::string> captured_headers;  // for the access log
+    http::request_outcome outcome = http::request_outcome::ok;
 
     std::vector<std::function<void()>> gone_fns;
     std::vector<std::function<void()>> drain_fns;

@@ -35,15 +35,34 @@ void composed_frontend::start_serving(serving_context& ctx) {
     }
 }
 
+std::chrono::nanoseconds composed_frontend::shortest_request_timeout() const noexcept {
+    std::chrono::nanoseconds shortest{0};
+    for (const auto& m : mounts_)
+        if (m.request_timeout.count() > 0 && (shortest.count() == 0 || m.request_timeout < shortest))
+            shortest = m.request_timeout;
+    return shortest;
+}
+
+deadline_watch* composed_frontend::deadlines_for(std::size_t i, reactor_context& ctx, worker_mounts& into) {
+    const auto& m = mounts_[i];
+    if (!watchdog_ || m.request_timeout.count() <= 0) return nullptr;
+    if (into.deadlines.size() < mounts_.size()) into.deadlines.resize(mounts_.size());
+    into.deadlines[i] =
+        std::make_unique<deadline::mount_deadlines>(watchdog_, m.executor, m.prefix, m.request_timeout, ctx.reactor);
+    return into.deadlines[i].get();
+}
+
 void composed_frontend::start_reactor(reactor_context& ctx) {
+    if (ctx.index >= workers_.size()) throw std::logic_error("worker index beyond the configured worker count");
     if (!routed()) {
+        auto& w = *(workers_[ctx.index] = std::make_unique<worker_mounts>());
         ctx.lane = ctx.executor_lanes.at(mounts_.front().executor);
+        ctx.deadlines = deadlines_for(0, ctx, w);
         for (auto* m : modules_) m->start_reactor(ctx);
         mounts_.front().fe->start_reactor(ctx);
         return;
     }
     for (auto* m : modules_) m->start_reactor(ctx);
-    if (ctx.index >= workers_.size()) throw std::logic_error("worker index beyond the configured worker count");
     std::vector<std::string> prefixes;
     for (const auto& m : mounts_) prefixes.push_back(m.prefix);
     auto& w = *(workers_[ctx.index] = std::make_unique<worker_mounts>());
@@ -55,6 +74,7 @@ void composed_frontend::start_reactor(reactor_context& ctx) {
         mc.clear_hooks();  // the copy holds the modules' hooks: they stay on ctx only
         mc.lane = ctx.executor_lanes.at(m.executor);
         mc.mount = &w.router->binding(i);
+        mc.deadlines = deadlines_for(i, ctx, w);
         try {
             m.fe->start_reactor(mc);
         } catch (...) {

@@ -18,6 +18,7 @@
 #include <m0/frontend.hpp>
 #include <m0/module.hpp>
 
+#include "deadline/watchdog.hpp"
 #include "http/mount_router.hpp"
 
 namespace m0 {
@@ -29,6 +30,7 @@ struct mount_part {
     std::string type;            // the frontend plugin's name, for messages
     frontend* fe = nullptr;
     std::size_t executor = 0;    // index into the scheduler's executors (reactor_context::executor_lanes)
+    std::chrono::nanoseconds request_timeout{0};  // 0: no deadline
 };
 
 class composed_frontend final : public frontend {
@@ -38,6 +40,12 @@ public:
     // prepare() of each mounted frontend with its own executor, and of each
     // module with every executor (a module's thread hooks run wherever jobs do).
     void prepare_all(const std::vector<executor*>& executors);
+    // The request deadlines of this serving process (before the reactors
+    // start): each mount's frontend gets its deadline_watch on each reactor.
+    // Null: no deadline is watched.
+    void watch_deadlines(deadline::watchdog* dog) noexcept { watchdog_ = dog; }
+    // The shortest request_timeout of the mounts (0: none has one).
+    std::chrono::nanoseconds shortest_request_timeout() const noexcept;
 
     // On a failure the pieces already started are stopped again, in reverse.
     void start_serving(serving_context& ctx) override;
@@ -57,7 +65,10 @@ private:
     struct worker_mounts {
         std::unique_ptr<http::mount_router> router;
         std::vector<reactor_context> contexts;  // one per mount, reserved up front: frontends may keep &ctx
+        std::vector<std::unique_ptr<deadline::mount_deadlines>> deadlines;  // one per mount
     };
+    // The deadline_watch of mount `i` on the reactor of `ctx`, kept in `into`.
+    deadline_watch* deadlines_for(std::size_t i, reactor_context& ctx, worker_mounts& into);
 
     bool routed() const noexcept { return mounts_.size() > 1 || !mounts_.front().prefix.empty(); }
 
@@ -66,6 +77,7 @@ private:
     std::vector<serving_hooks*> parts_;  // modules, then frontends
     std::vector<std::unique_ptr<worker_mounts>> workers_;
     std::size_t started_ = 0;  // parts whose start_serving returned
+    deadline::watchdog* watchdog_ = nullptr;
 };
 
 }  // namespace m0

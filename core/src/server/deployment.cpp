@@ -99,7 +99,7 @@ bool build_frontends(deployment& d, const config_node& root, config_errors& erro
         // Records the frontend's default as effective, so --check shows which executor runs.
         if (d.cfg.executor_type.empty()) (void)root.child("executor").string("type", fe->default_executor());
         const std::size_t ex = executor_for(d.cfg.executor_type.empty() ? "" : "default", *fe);
-        d.frontends.push_back({"", d.cfg.frontend_type, std::move(fe), ex});
+        d.frontends.push_back({"", d.cfg.frontend_type, std::move(fe), ex, d.cfg.request_timeout});
         return true;
     }
     const auto items = root.child("mounts").items();
@@ -111,7 +111,8 @@ bool build_frontends(deployment& d, const config_node& root, config_errors& erro
             continue;
         }
         const std::size_t ex = executor_for(m.executor, *fe);
-        d.frontends.push_back({m.prefix, m.frontend_type, std::move(fe), ex});
+        d.frontends.push_back(
+            {m.prefix, m.frontend_type, std::move(fe), ex, m.request_timeout.value_or(d.cfg.request_timeout)});
     }
     return all;
 }
@@ -287,7 +288,7 @@ deployment build_deployment(const run_options& options) {
     std::vector<module*> modules;
     for (auto& m : d.modules) modules.push_back(m.get());
     std::vector<mount_part> mounts;
-    for (auto& f : d.frontends) mounts.push_back({f.prefix, f.type, f.fe.get(), f.executor});
+    for (auto& f : d.frontends) mounts.push_back({f.prefix, f.type, f.fe.get(), f.executor, f.request_timeout});
     d.composed = std::make_unique<composed_frontend>(std::move(mounts), std::move(modules), d.cfg.threads);
     return d;
 }

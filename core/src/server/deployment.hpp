@@ -41,6 +41,7 @@ struct mounted_frontend {
     std::string type;
     std::unique_ptr<frontend> fe;
     std::size_t executor = 0;  // index into deployment::executor_specs / executors
+    std::chrono::nanoseconds request_timeout{0};  // this mount's, or server.request_timeout; 0: off
 };
 
 // The pieces of one deployment, built and validated before anything starts.

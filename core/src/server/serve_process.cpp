@@ -17,6 +17,7 @@
 #include <m0/scheduler.hpp>
 #include <m0/version.hpp>
 
+#include "deadline/watchdog.hpp"
 #include "http/client_policy.hpp"
 #include "server/pid_file.hpp"
 #include "server/process_signals.hpp"
@@ -115,7 +116,8 @@ int serve(deployment& d, const process_role& role) {
     // the rest are logged.
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
-    for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGHUP, SIGTTIN, SIGTTOU}) sigaddset(&stop_signals, sig);
+    for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGHUP, SIGTTIN, SIGTTOU, give_up_signal()})
+        sigaddset(&stop_signals, sig);
     if (role.supervised) sigaddset(&stop_signals, hard_stop_signal);
     auto is_stop = [&](int sig) {
         return sig == SIGTERM || sig == SIGINT || (role.supervised && sig == hard_stop_signal);
@@ -165,11 +167,31 @@ int serve(deployment& d, const process_role& role) {
 
     std::unique_ptr<reactor_set> sched;
     std::unique_ptr<telemetry::metrics_sampler> sampler;
+    // Request deadlines: a thread of their own that watches every
+    // application call from outside, and raises give_up_signal() when this
+    // process cannot serve on.
+    std::unique_ptr<deadline::watchdog> deadlines;
+    const std::string process_name = (role.supervised ? "worker process " + std::to_string(role.index) + " " : "") +
+                                     "(pid " + std::to_string(::getpid()) + ")";
     bool serving_started = false;
     try {
         if (d.access_format) access_sink = std::make_unique<telemetry::access_log_sink>(d.cfg.access_log_file);
         d.composed->prepare_all(executor_pointers(d));
         for (auto& ex : d.executors) ex->start();
+        if (const auto shortest = d.composed->shortest_request_timeout(); shortest.count() > 0) {
+            deadline::watchdog_options wo;
+            wo.max_written_off = d.cfg.max_written_off;
+            wo.process_name = process_name;
+            for (const auto& spec : d.executor_specs)
+                wo.executor_names.push_back("'" + (spec.name.empty() ? spec.type : spec.name) + "' (" + spec.type + ")");
+            wo.give_up = [](const std::string& why) {
+                log::error("giving this process up: " + why);
+                ::kill(::getpid(), give_up_signal());
+            };
+            deadlines = std::make_unique<deadline::watchdog>(std::move(wo), executor_pointers(d));
+            deadlines->start(shortest);
+            d.composed->watch_deadlines(deadlines.get());
+        }
         d.composed->start_serving(sc);
         serving_started = true;
         sched = d.scheduler->make_reactors(*d.composed, executor_pointers(d), so);
@@ -179,11 +201,13 @@ int serve(deployment& d, const process_role& role) {
             for (const auto& ex : d.executors) executors.push_back(ex.get());
             sampler = std::make_unique<telemetry::metrics_sampler>(*d.metrics, role.index, std::move(executors),
                                                                    *d.composed);
+            sampler->watch_deadlines(deadlines.get());
             sampler->start();
         }
     } catch (const std::exception& e) {
         std::cerr << "m0: cannot start: " << e.what() << "\n";
         sampler.reset();
+        if (deadlines) deadlines->stop();
         sched.reset();
         if (serving_started) d.composed->stop_serving(sc);
         stop_executors(d);
@@ -219,6 +243,7 @@ int serve(deployment& d, const process_role& role) {
     // asks its supervisor for a successor and serves on until told to drain.
     const std::uint64_t limit = role.supervised ? request_limit(d.cfg) : 0;
     bool asked = false;
+    bool gave_up = false;
     int first = 0;
     while (first == 0) {
         timespec tick{1, 0};
@@ -226,6 +251,17 @@ int serve(deployment& d, const process_role& role) {
         const int sig = limit ? sigtimedwait(&stop_signals, &info, &tick) : sigwaitinfo(&stop_signals, &info);
         if (sig > 0 && is_stop(sig)) {
             first = sig;
+        } else if (sig == give_up_signal()) {
+            gave_up = true;
+            if (role.supervised) {
+                log::error("asking the supervisor to replace this process at once");
+                ask_for_replacement(true);
+            } else {
+                // Alone, nothing can serve beside it: exit non-zero so that
+                // the service manager (systemd, Kubernetes) starts m0 anew.
+                log::error("stopping with exit code 3 so that the service manager restarts m0");
+                first = SIGTERM;
+            }
         } else if (sig == SIGHUP && !role.supervised && clients->tls_contexts) {
             reload_certificates(d, *clients->tls_contexts);
         } else if (sig > 0) {
@@ -242,9 +278,12 @@ int serve(deployment& d, const process_role& role) {
     // Ends the /status streams once every serving process drains.
     if (d.metrics) d.metrics->process_draining(role.index);
     std::chrono::milliseconds timeout = d.cfg.drain_timeout;
+    if (gave_up) timeout = std::min(std::chrono::milliseconds(3000), d.cfg.drain_timeout);
     if (first == SIGINT) timeout = std::min(interactive_drain_timeout, d.cfg.drain_timeout);
     if (first == hard_stop_signal && role.supervised) timeout = std::chrono::milliseconds::zero();
-    if (timeout.count() > 0) {
+    if (gave_up) {
+        log::info("draining (timeout " + std::to_string(timeout.count()) + " ms) before exiting with code 3");
+    } else if (timeout.count() > 0) {
         log::info("received " + signal_name(first) + ", draining (timeout " + std::to_string(timeout.count()) +
                   " ms); send it again to stop at once");
     } else {
@@ -277,6 +316,8 @@ int serve(deployment& d, const process_role& role) {
         sched->shutdown();
     }
     drainer.join();
+    // The calls it still watches hold exchanges of reactors about to go.
+    if (deadlines) deadlines->stop();
     if (sampler) sampler->stop();  // a last sample, while executors and plugins still run
     print_reports(reports);
     unsigned crashed = sched->crashed_reactor_count();
@@ -296,10 +337,10 @@ int serve(deployment& d, const process_role& role) {
         std::cout.flush();
         std::cerr.flush();
         std::fflush(nullptr);
-        ::_exit(0);
+        ::_exit(gave_up ? 3 : 0);
     }
     log::info("stopped");
-    return 0;
+    return gave_up ? 3 : 0;
 }
 
 }  // namespace m0

@@ -38,6 +38,9 @@ constexpr unsigned max_processes = 256;
 // SIGCHLD: no readiness report is lost when several processes start at once.
 int ready_signal() { return SIGRTMIN; }
 int replace_signal() { return SIGRTMIN + 1; }
+// A replacement for a process that gave up (urgent): a short drain, since
+// what it still runs is stuck.
+constexpr milliseconds urgent_drain{3000};
 
 std::string signal_name(int sig) {
     const char* abbrev = ::sigabbrev_np(sig);
@@ -132,6 +135,9 @@ private:
     std::optional<supervise_result> on_signal(int sig, const siginfo_t& info) {
         if (sig == ready_signal()) {
             on_ready(info.si_pid);
+        } else if (sig == replace_signal() && info.si_value.sival_int == 1) {
+            replace_urgently(info.si_pid);
+            if (auto child = replace_next()) return *child;
         } else if (sig == replace_signal()) {
             ask_replace(info.si_pid, "it served server.max_requests requests");
         } else if (sig == SIGTERM || sig == SIGINT || sig == hard_stop_signal) {
@@ -268,10 +274,26 @@ private:
     }
 
     // The process drains (SIGTERM), and is killed if still there after the
-    // drain timeout and the grace.
+    // drain timeout and the grace (urgent: after a short drain).
     void drain(pid_t pid, unsigned metrics) {
         ::kill(pid, SIGTERM);
-        draining_.push_back({pid, metrics, clock_type::now() + options_.drain_timeout + options_.kill_grace});
+        const bool urgent = std::find(urgent_.begin(), urgent_.end(), pid) != urgent_.end();
+        if (urgent) std::erase(urgent_, pid);
+        draining_.push_back(
+            {pid, metrics, clock_type::now() + (urgent ? urgent_drain : options_.drain_timeout + options_.kill_grace)});
+    }
+
+    // A process that gave up on stuck application code: its replacement
+    // goes first, and starts even while another replacement is under way.
+    void replace_urgently(pid_t pid) {
+        if (stopping_) return;
+        for (unsigned i = 0; i < slots_.size(); ++i) {
+            if (slots_[i].pid != pid || !slots_[i].ready) continue;
+            std::erase_if(replace_queue_, [pid](const auto& q) { return q.first == pid; });
+            urgent_.push_back(pid);
+            replace_queue_.emplace_front(pid, "it gave up on stuck application code (request deadlines)");
+            return;
+        }
     }
 
     void ask_replace(pid_t pid, const std::string& reason) {
@@ -290,7 +312,8 @@ private:
     }
 
     std::optional<supervise_result> replace_next() {
-        while (!stopping_ && !replacing() && !replace_queue_.empty()) {
+        while (!stopping_ && !replace_queue_.empty() &&
+               (!replacing() || std::find(urgent_.begin(), urgent_.end(), replace_queue_.front().first) != urgent_.end())) {
             const auto [pid, reason] = replace_queue_.front();
             replace_queue_.pop_front();
             for (unsigned i = 0; i < slots_.size(); ++i) {
@@ -539,6 +562,7 @@ private:
     std::vector<retired> previous_;
     std::vector<retired> draining_;
     std::deque<std::pair<pid_t, std::string>> replace_queue_;
+    std::vector<pid_t> urgent_;  // processes that gave up: replaced first, drained briefly
     pid_t check_pid_ = 0;
     const pid_t self_;
     const sigset_t waited_;
@@ -565,6 +589,7 @@ sigset_t supervisor_signals() {
         sigaddset(&set, s);
     sigaddset(&set, ready_signal());
     sigaddset(&set, replace_signal());
+    sigaddset(&set, give_up_signal());
     return set;
 }
 
@@ -574,7 +599,9 @@ supervise_result supervise(const supervisor_options& options, const fork_hooks& 
 
 void report_ready(unsigned slot) { tell_supervisor(ready_signal(), static_cast<int>(slot)); }
 
-void ask_for_replacement() { tell_supervisor(replace_signal(), 0); }
+void ask_for_replacement(bool urgent) { tell_supervisor(replace_signal(), urgent ? 1 : 0); }
+
+int give_up_signal() { return SIGRTMIN + 2; }
 
 unsigned process_thread_count() {
     std::error_code ec;

@@ -89,7 +89,14 @@ M0_INTERNAL_API supervise_result supervise(const supervisor_options& options, co
 M0_INTERNAL_API void report_ready(unsigned slot);
 // In a serving process: asks the supervisor for a replacement
 // (server.max_requests reached); it is told to drain once that one is ready.
-M0_INTERNAL_API void ask_for_replacement();
+// `urgent` (the process gave up on stuck application code): the replacement
+// starts at once, ahead of any other, and the old process gets a short drain.
+M0_INTERNAL_API void ask_for_replacement(bool urgent = false);
+
+// In a serving process: the signal its request-deadline watchdog raises to
+// tell the main thread that the process cannot serve on (m0/deadline.hpp).
+// Blocked with supervisor_signals().
+M0_INTERNAL_API int give_up_signal();
 
 // Threads of the calling process (from /proc/self/task); 0 if unknown.
 M0_INTERNAL_API unsigned process_thread_count();

@@ -187,6 +187,7 @@ access_log_format access_log_format::text(std::string_view format) {
             {"f", kind::referer},      {"a", kind::user_agent},  {"T", kind::seconds},
             {"D", kind::micros},       {"M", kind::millis},      {"L", kind::decimal_seconds},
             {"p", kind::pid},          {"R", kind::target},
+            {"outcome", kind::outcome},
         };
         bool found = false;
         for (const auto& s : simple) {
@@ -264,6 +265,7 @@ void access_log_format::render_text(const response_record& r, int pid, std::stri
                 break;
             }
             case kind::pid: append_number(out, static_cast<std::uint64_t>(pid)); break;
+            case kind::outcome: out += http::to_string(r.outcome); break;
             case kind::request_header: append_escaped(out, header_or_empty(req, a.text)); break;
             case kind::response_header:
                 append_escaped(out, r.response_values && a.index < r.response_values->size()
@@ -309,6 +311,7 @@ void access_log_format::render_json(const response_record& r, int pid, unsigned 
     field("referer", referer.value_or(""), referer.has_value());
     field("user_agent", agent.value_or(""), agent.has_value());
     field("mount", r.mount.empty() ? std::string_view("/") : r.mount, true);
+    field("outcome", http::to_string(r.outcome), true);
     out += R"(,"pid":)";
     append_number(out, static_cast<std::uint64_t>(pid));
     out += R"(,"reactor":)";

@@ -22,6 +22,7 @@ struct response_record {
     std::uint64_t body_bytes = 0;        // response body bytes handed to the connection
     std::chrono::microseconds duration{0};
     std::string_view mount;              // the serving mount's prefix ("" for "/")
+    http::request_outcome outcome = http::request_outcome::ok;
     // Values of the response headers the format asks for (%({name}o)s), in
     // the order of access_log_format::response_headers(); empty when absent.
     const std::vector<std::string>* response_values = nullptr;
@@ -49,7 +50,7 @@ private:
     enum class kind : std::uint8_t {
         literal, remote_host, dash, user, time_clf, request_line, method, url_path, query, protocol,
         status, bytes_clf, bytes, referer, user_agent, seconds, micros, millis, decimal_seconds, pid,
-        request_header, response_header, target
+        request_header, response_header, target, outcome
     };
     struct atom {
         kind k;

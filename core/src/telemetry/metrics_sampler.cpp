@@ -1,5 +1,7 @@
 #include "telemetry/metrics_sampler.hpp"
 
+#include "deadline/watchdog.hpp"
+
 #include <pthread.h>
 #include <signal.h>
 
@@ -166,6 +168,20 @@ void metrics_sampler::sample_executor(std::size_t index, const executor_stats& s
     gauge(st.threads_busy, slot.busy, f::has_busy);
     gauge(st.threads_parked, slot.parked, f::has_parked);
     gauge(st.queue_depth, slot.queue_depth, f::has_queue_depth);
+    gauge(st.threads_written_off, slot.written_off_now, f::has_written_off);
+    if (deadlines_ && index < deadlines_->executor_count()) {
+        known |= f::has_deadlines;
+        if (last_deadlines_.size() <= index) last_deadlines_.resize(index + 1);
+        auto& before = last_deadlines_[index];
+        const auto& now = deadlines_->counts(index);
+        const deadline_counts seen{now.hit.load(std::memory_order_relaxed),
+                                   now.written_off.load(std::memory_order_relaxed),
+                                   now.escalated.load(std::memory_order_relaxed)};
+        add(slot.deadlines, grown(seen.hit, before.hit));
+        add(slot.threads_written_off, grown(seen.written_off, before.written_off));
+        add(slot.processes_given_up, grown(seen.escalated, before.escalated));
+        before = seen;
+    }
     if (st.loop_lag) {
         known |= f::has_loop_lag;
         slot.loop_lag_ns.store(st.loop_lag->count(), std::memory_order_relaxed);

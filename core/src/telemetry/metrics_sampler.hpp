@@ -21,6 +21,10 @@
 
 #include "telemetry/metrics_table.hpp"
 
+namespace m0::deadline {
+class watchdog;
+}
+
 namespace m0::telemetry {
 
 class M0_INTERNAL_API metrics_sampler {
@@ -36,6 +40,9 @@ public:
 
     // Takes the first sample on the calling thread, then one every interval
     // on a thread of its own.
+    // The request deadlines of this process (before start()): their counts
+    // join their executors' series. Null: none are watched.
+    void watch_deadlines(const deadline::watchdog* dog) noexcept { deadlines_ = dog; }
     void start();
     // Takes a last sample (counters complete) and joins the thread.
     void stop();
@@ -53,6 +60,11 @@ private:
     // What the counters were at the last sample (this process only): the
     // table's counters grow by the difference.
     std::vector<executor_stats> last_;
+    const deadline::watchdog* deadlines_ = nullptr;
+    struct deadline_counts {
+        std::uint64_t hit = 0, written_off = 0, escalated = 0;
+    };
+    std::vector<deadline_counts> last_deadlines_;
     std::map<std::string, double> last_plugin_counters_;
     std::set<std::string> warned_;  // series refused, said once each
     std::mutex mutex_;

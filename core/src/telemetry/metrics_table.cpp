@@ -115,6 +115,7 @@ struct metrics_table::totals {
         std::array<std::uint64_t, status_classes> by_class{};
         std::array<std::uint64_t, latency_bounds_us.size() + 1> latency{};
         std::uint64_t latency_sum_us = 0;
+        std::uint64_t deadlines = 0;
         std::uint64_t count() const {
             std::uint64_t n = 0;
             for (auto v : latency) n += v;
@@ -125,6 +126,7 @@ struct metrics_table::totals {
     struct per_executor {
         std::uint32_t known = 0;
         std::uint64_t threads = 0, busy = 0, parked = 0, queue_depth = 0, jobs_done = 0, wait_sum_ns = 0;
+        std::uint64_t deadlines = 0, written_off = 0, given_up = 0, written_off_now = 0;
         std::int64_t loop_lag_ns = 0;
         std::array<std::uint64_t, queue_wait_histogram::bounds_us.size() + 1> wait{};
         bool has(std::uint32_t field) const { return (known & field) != 0; }
@@ -204,7 +206,8 @@ void metrics_table::clear_gauges(unsigned process) noexcept {
     }
     for (std::size_t e = 0; e < executors_.size(); ++e) {
         auto& x = executor(process, e);
-        for (auto* g : {&x.threads, &x.busy, &x.parked, &x.queue_depth}) g->store(0, std::memory_order_relaxed);
+        for (auto* g : {&x.threads, &x.busy, &x.parked, &x.queue_depth, &x.written_off_now})
+            g->store(0, std::memory_order_relaxed);
         x.loop_lag_ns.store(0, std::memory_order_relaxed);
     }
 }
@@ -276,6 +279,7 @@ metrics_table::totals metrics_table::sum() const {
                 for (std::size_t k = 0; k < status_classes; ++k) into.by_class[k] += load(c.by_class[k]);
                 for (std::size_t k = 0; k < into.latency.size(); ++k) into.latency[k] += load(c.latency[k]);
                 into.latency_sum_us += load(c.latency_sum_us);
+                into.deadlines += load(c.deadlines);
             }
         }
         sum_executors(p, alive, t);
@@ -294,7 +298,11 @@ void metrics_table::sum_executors(unsigned p, bool alive, totals& t) const {
         into.jobs_done += load(x.jobs_done);
         for (std::size_t b = 0; b < into.wait.size(); ++b) into.wait[b] += load(x.wait[b]);
         into.wait_sum_ns += load(x.wait_sum_ns);
+        into.deadlines += load(x.deadlines);
+        into.written_off += load(x.threads_written_off);
+        into.given_up += load(x.processes_given_up);
         if (!alive) continue;
+        into.written_off_now += load(x.written_off_now);
         into.threads += load(x.threads);
         into.busy += load(x.busy);
         into.parked += load(x.parked);
@@ -335,6 +343,10 @@ std::string metrics_table::prometheus() const {
         for (std::size_t k = 0; k < status_classes; ++k)
             out += "m0_requests_total{" + mount_labels(m) + ",code=\"" + class_names[k] + "\"} " +
                    std::to_string(t.mounts[m].by_class[k]) + "\n";
+    metric("m0_request_deadlines_total", "counter",
+           "Requests whose application passed its request deadline: the server answered 504 or aborted the response.");
+    for (std::size_t m = 0; m < mounts_.size(); ++m)
+        out += "m0_request_deadlines_total{" + mount_labels(m) + "} " + std::to_string(t.mounts[m].deadlines) + "\n";
     metric("m0_request_duration_seconds", "histogram",
            "Time from a request's head being parsed to its response being handed to the connection.");
     for (std::size_t m = 0; m < mounts_.size(); ++m) {
@@ -432,6 +444,25 @@ void metrics_table::prometheus_executors(const totals& t, std::string& out) cons
                out += "m0_executor_threads{" + labels(e) + ",state=\"busy\"} " + std::to_string(x.busy) + "\n";
                out += "m0_executor_threads{" + labels(e) + ",state=\"idle\"} " + std::to_string(idle) + "\n";
                out += "m0_executor_threads{" + labels(e) + ",state=\"parked\"} " + std::to_string(x.parked) + "\n";
+               if (x.has(f::has_written_off))
+                   out += "m0_executor_threads{" + labels(e) + ",state=\"written_off\"} " +
+                          std::to_string(x.written_off_now) + "\n";
+           });
+    family(f::has_deadlines, "m0_executor_deadlines_total", "counter",
+           "Application calls on this executor that passed their request deadline (server.request_timeout).",
+           [&](std::size_t e, const totals::per_executor& x) {
+               out += "m0_executor_deadlines_total{" + labels(e) + "} " + std::to_string(x.deadlines) + "\n";
+           });
+    family(f::has_deadlines, "m0_executor_threads_written_off_total", "counter",
+           "Threads given up at a request deadline (a replacement took their place).",
+           [&](std::size_t e, const totals::per_executor& x) {
+               out += "m0_executor_threads_written_off_total{" + labels(e) + "} " + std::to_string(x.written_off) +
+                      "\n";
+           });
+    family(f::has_deadlines, "m0_executor_processes_given_up_total", "counter",
+           "Serving processes replaced (or, alone, exited) because of stuck application code on this executor.",
+           [&](std::size_t e, const totals::per_executor& x) {
+               out += "m0_executor_processes_given_up_total{" + labels(e) + "} " + std::to_string(x.given_up) + "\n";
            });
     family(f::has_queue_depth, "m0_executor_queue_depth", "gauge", "Jobs submitted and not started yet.",
            [&](std::size_t e, const totals::per_executor& x) {
@@ -531,7 +562,8 @@ std::string metrics_table::status_json() const {
             if (k) out += ",";
             out.append("\"").append(class_names[k]).append("\":").append(std::to_string(c.by_class[k]));
         }
-        out += "},\"duration_seconds\":{\"count\":" + std::to_string(c.count()) +
+        out += "},\"deadlines\":" + std::to_string(c.deadlines) +
+               ",\"duration_seconds\":{\"count\":" + std::to_string(c.count()) +
                ",\"sum\":" + seconds_text(c.latency_sum_us) + ",\"buckets\":[";
         std::uint64_t cumulative = 0;
         for (std::size_t k = 0; k < latency_bounds_us.size(); ++k) {
@@ -560,7 +592,11 @@ void metrics_table::json_executors(const totals& t, std::string& out) const {
                ",\"threads\":" + field(f::has_threads, x.threads) + ",\"busy\":" + field(f::has_busy, x.busy) +
                ",\"parked\":" + field(f::has_parked, x.parked) +
                ",\"queue_depth\":" + field(f::has_queue_depth, x.queue_depth) +
-               ",\"jobs_done\":" + field(f::has_jobs_done, x.jobs_done) + ",\"queue_wait_seconds\":";
+               ",\"jobs_done\":" + field(f::has_jobs_done, x.jobs_done) +
+               ",\"written_off\":" + field(f::has_written_off, x.written_off_now) +
+               ",\"deadlines\":" + field(f::has_deadlines, x.deadlines) +
+               ",\"threads_written_off\":" + field(f::has_deadlines, x.written_off) +
+               ",\"processes_given_up\":" + field(f::has_deadlines, x.given_up) + ",\"queue_wait_seconds\":";
         if (x.has(f::has_queue_wait)) {
             std::uint64_t cumulative = 0;
             std::string buckets;

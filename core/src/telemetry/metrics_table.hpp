@@ -34,6 +34,7 @@ struct mount_counters {
     std::array<std::atomic<std::uint64_t>, status_classes> by_class{};
     std::array<std::atomic<std::uint64_t>, latency_bounds_us.size() + 1> latency{};  // per bucket, not cumulative
     std::atomic<std::uint64_t> latency_sum_us{0};
+    std::atomic<std::uint64_t> deadlines{0};  // answered for the app at its request deadline (outcome timeout)
 };
 
 struct reactor_slot {
@@ -64,7 +65,7 @@ struct reactor_slot {
 struct executor_slot {
     enum field : std::uint32_t {
         has_threads = 1, has_busy = 2, has_parked = 4, has_queue_depth = 8, has_jobs_done = 16,
-        has_queue_wait = 32, has_loop_lag = 64,
+        has_queue_wait = 32, has_loop_lag = 64, has_deadlines = 128, has_written_off = 256,
     };
     std::atomic<std::uint32_t> known{0};  // which fields the executor reports
     std::atomic<std::uint64_t> threads{0}, busy{0}, parked{0}, queue_depth{0};
@@ -72,6 +73,10 @@ struct executor_slot {
     std::atomic<std::uint64_t> jobs_done{0};
     std::array<std::atomic<std::uint64_t>, queue_wait_histogram::bounds_us.size() + 1> wait{};
     std::atomic<std::uint64_t> wait_sum_ns{0};
+    // Request deadlines of the calls this executor ran (counters), and the
+    // threads it wrote off that have not returned yet (a gauge).
+    std::atomic<std::uint64_t> deadlines{0}, threads_written_off{0}, processes_given_up{0};
+    std::atomic<std::uint64_t> written_off_now{0};
 };
 
 // One series a plugin reports (m0/metrics.hpp), in the table of its serving

@@ -41,6 +41,7 @@ void request_recorder::record(const telemetry::response_record& r) {
         const auto bucket = static_cast<std::size_t>(std::lower_bound(bounds.begin(), bounds.end(), us) - bounds.begin());
         c.latency[bucket].fetch_add(1, std::memory_order_relaxed);
         c.latency_sum_us.fetch_add(us, std::memory_order_relaxed);
+        if (r.outcome == http::request_outcome::timeout) c.deadlines.fetch_add(1, std::memory_order_relaxed);
     }
     if (!format_) return;
     format_->render(r, pid_, reactor_, buffer_);

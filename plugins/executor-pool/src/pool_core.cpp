@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -76,6 +77,7 @@ executor_stats pool_core::stats() const {
     st.threads = live;
     st.threads_busy = live > idle ? live - idle : 0;
     st.threads_parked = std::min(parked, live);
+    st.threads_written_off = written_off_.load();
     std::uint64_t depth = 0;
     const std::size_t lanes = lane_count_.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < lanes; ++i) {
@@ -149,8 +151,8 @@ pool_core::pool_core(pool_options options) : options_(options) {
     if (options_.threads < 1 || options_.max_threads < options_.threads ||
         options_.max_threads > max_pool_threads)
         throw std::invalid_argument("pool: need 1 <= threads <= max_threads <= 256");
-    slots_.reserve(options_.max_threads);
-    for (unsigned i = 0; i < options_.max_threads; ++i) slots_.push_back(std::make_unique<slot>());
+    slots_.reserve(options_.max_threads + written_off_slots);
+    for (unsigned i = 0; i < options_.max_threads + written_off_slots; ++i) slots_.push_back(std::make_unique<slot>());
     have_start_cpus_ = pthread_getaffinity_np(pthread_self(), sizeof start_cpus_, &start_cpus_) == 0;
 }
 
@@ -238,12 +240,47 @@ void pool_core::spawn_locked() {
             s.thread.join();  // left after an idle timeout; reuse its slot
         }
         s.exited.store(false);
+        s.written_off.store(false);
         s.state.store(running);
         live_.fetch_add(1);
         idle_.fetch_add(1);  // idle until it takes a job, so nobody spawns a twin
         s.thread = std::thread([this, i] { thread_main(i); });
         return;
     }
+}
+
+bool pool_core::write_off(long tid) noexcept {
+    if (tid == 0) return false;
+    for (auto& sp : slots_) {
+        slot& s = *sp;
+        if (s.tid.load() != tid || s.exited.load(std::memory_order_acquire) || s.written_off.load()) continue;
+        s.written_off.store(true);
+        written_off_.fetch_add(1);
+        live_.fetch_sub(1);
+        // Capacity holds: below `threads`, a replacement starts now; else
+        // the next push that finds nobody idle grows into the free place.
+        try {
+            std::lock_guard lock(threads_mutex_);
+            if (started_ && !stopping() && (live_.load() < options_.threads || idle_.load() == 0)) spawn_locked();
+        } catch (...) {
+            log::warning("pool: no replacement for a written-off thread (cannot start a thread)");
+        }
+        return true;
+    }
+    return false;
+}
+
+void pool_core::retire_written_off(slot& s) {
+    for (auto& h : hooks_)
+        if (h.on_idle) h.on_idle();
+    run_stop_hooks();
+    written_off_.fetch_sub(1);
+    s.tid.store(0);
+    {
+        std::lock_guard lock(exit_mutex_);
+        s.exited.store(true, std::memory_order_release);
+    }
+    exited_.notify_all();
 }
 
 void pool_core::maybe_grow() {
@@ -495,6 +532,7 @@ void pool_core::thread_main(unsigned index) {
     slot& s = *slots_[index];
     const std::string name = "m0-pool-" + std::to_string(index);
     pthread_setname_np(pthread_self(), name.c_str());
+    s.tid.store(::gettid());
     if (have_start_cpus_) pthread_setaffinity_np(pthread_self(), sizeof start_cpus_, &start_cpus_);
     run_start_hooks();
 
@@ -528,12 +566,17 @@ void pool_core::thread_main(unsigned index) {
         }
         count_taken(s.counted, j.queued_ns);
         run_job(*lane, j.j, s.counted);
+        if (s.written_off.load()) {
+            retire_written_off(s);  // live_ and idle_ no longer count it
+            return;
+        }
         idle_.fetch_add(1);
     }
 
     // A thread that left gave up its counts, ran its hooks and handed its slot
     // back (which may already hold its successor): only the notify is left.
     if (end != idle_end::left) {
+        s.tid.store(0);
         run_stop_hooks();
         idle_.fetch_sub(1);
         live_.fetch_sub(1);

@@ -126,6 +126,10 @@ public:
 
     // Threads, queue and queue wait, summed over the threads' own counters.
     executor_stats stats() const;
+    // executor::write_off: the thread whose gettid is `tid`, inside a job,
+    // stops counting (a replacement starts if the pool is below `threads`
+    // or nobody is idle) and exits when its job returns.
+    bool write_off(long tid) noexcept;
 
     unsigned live_threads() const noexcept { return live_.load(); }
     unsigned parked_threads() const noexcept { return parked_.load(); }
@@ -145,6 +149,8 @@ private:
         // running/parked/woken; a ring-mode thread parks on this word itself.
         rings::futex_word state{running};
         std::atomic<bool> exited{false};
+        std::atomic<long> tid{0};              // gettid of its thread, while it runs
+        std::atomic<bool> written_off{false};  // given up at a request deadline: exits after its job
         bool batch = false;    // its own thread only: under SCHED_BATCH now (parked, with batch_sched)
         std::thread thread;
     };
@@ -171,6 +177,9 @@ private:
     std::optional<idle_end> leave_if_surplus(slot& s, lane_state*& lane, queued_job& j);
     void run_start_hooks();
     void run_stop_hooks();
+    // A written-off thread back from its job: gives up what it kept (the
+    // GIL), runs its stop hooks and hands its slot back.
+    void retire_written_off(slot& s);
     void window_pause() const noexcept;
     // With `colocate`: moves the calling pool thread onto the reactors'
     // cores if they changed since `applied` (its own copy of the generation).
@@ -184,6 +193,7 @@ private:
     alignas(rings::cache_line) std::atomic<unsigned> parked_{0};  // parked and not yet woken
     alignas(rings::cache_line) std::atomic<unsigned> idle_{0};    // live, not running a job
     std::atomic<unsigned> live_{0};
+    std::atomic<unsigned> written_off_{0};  // written off and not returned yet (not in live_)
     std::atomic<bool> stopping_{false};
     std::atomic<unsigned> wake_cursor_{0};
 

@@ -35,6 +35,8 @@ std::unique_ptr<executor_lane> pool_executor::make_lane(std::shared_ptr<reactor_
 unsigned pool_executor::stop(std::chrono::milliseconds grace) { return core_->stop(grace); }
 executor_stats pool_executor::stats() const { return core_->stats(); }
 
+bool pool_executor::write_off(long thread) noexcept { return core_->write_off(thread); }
+
 const pool_options& pool_executor::options() const noexcept { return core_->options(); }
 unsigned pool_executor::live_threads() const noexcept { return core_->live_threads(); }
 unsigned pool_executor::parked_threads() const noexcept { return core_->parked_threads(); }

@@ -26,6 +26,7 @@ public:
     unsigned stop(std::chrono::milliseconds grace) override;
     using executor::stop;
     executor_stats stats() const override;
+    bool write_off(long thread) noexcept override;
 
     const pool_options& options() const noexcept;
     // Observability (tests, the per-thread CPU tool, stats pages).

@@ -43,6 +43,9 @@ struct pool_options {
 };
 
 inline constexpr unsigned max_pool_threads = 256;
+// Slots beyond max_threads for threads written off at a request deadline,
+// which keep theirs until they return (server.max_written_off is at most 64).
+inline constexpr unsigned written_off_slots = 64;
 inline constexpr std::size_t max_lanes = 256;
 
 }  // namespace m0::pool

@@ -13,6 +13,7 @@
 #include <m0/python/eager_task.hpp>
 #include <m0/python/errors.hpp>
 #include <m0/python/ready_awaitable.hpp>
+#include <m0/python/stuck_thread.hpp>
 
 #include "asgi_channel.hpp"
 #include "asgi_fields.hpp"
@@ -54,6 +55,7 @@ struct names_t {
     PyObject* headers = interned("headers");
     PyObject* body = interned("body");
     PyObject* more_body = interned("more_body");
+    PyObject* seconds = interned("seconds");
     PyObject* trailers = interned("trailers");
     PyObject* more_trailers = interned("more_trailers");
     PyObject* create_future = interned("create_future");
@@ -124,6 +126,7 @@ void flow::on_report(std::size_t drained, bool client_gone, std::size_t bound) {
 
 void flow::on_piece(boost::system::error_code ec, std::string chunk, bool last) {
     pulling = false;
+    if (deadline) deadline->waiting_on_server(false);
     if (!alive) return;
     PyObject* result = nullptr;
     if (!ec) {
@@ -169,19 +172,123 @@ void flow::on_peer_eof() {
     if (alive) release_disconnect();
 }
 
-void flow::release_room() { resolve(room); }
+void flow::release_room() {
+    if (room && deadline) deadline->waiting_on_server(false);
+    resolve(room);
+}
 void flow::release_disconnect() { resolve(disconnect); }
 
 void flow::release_all() {
     alive = false;
+    task = nullptr;
     release_room();
     release_disconnect();
     resolve(piece);
     Py_CLEAR(stash);
 }
 
-asgi_call::asgi_call(application& app, executor_lane& lane, http::exchange_ptr ex, request_facts facts)
-    : app_(app), lane_(lane), ex_(std::move(ex)), req_(&ex_->req()), facts_(std::move(facts)) {}
+asgi_call::asgi_call(application& app, executor_lane& lane, http::exchange_ptr ex, request_facts facts,
+                     std::shared_ptr<request_deadline> deadline)
+    : app_(app), lane_(lane), ex_(std::move(ex)), req_(&ex_->req()), facts_(std::move(facts)) {
+    flow_->deadline = std::move(deadline);
+}
+
+namespace {
+
+// How long the watchdog waits for the GIL to read a Task's await chain
+// before it calls the interpreter wedged: far longer than the switch
+// interval (5 ms) at which a thread running Python gives it up.
+constexpr std::chrono::milliseconds gil_probe_wait{2000};
+
+// GIL held: the Task's await chain, outermost first: its coroutine, then
+// what each awaits (cr_await; gi_yieldfrom for a generator-based one) down
+// to the innermost coroutine, whose line is where it is now.
+std::string await_chain(PyObject* task) {
+    std::string out;
+    python::py_ref awaitable(PyObject_CallMethod(task, "get_coro", nullptr));
+    for (int depth = 0; awaitable && awaitable.get() != Py_None && depth < 64; ++depth) {
+        python::py_ref frame(PyObject_GetAttrString(awaitable.get(), "cr_frame"));
+        const char* next = "cr_await";
+        if (!frame) {
+            PyErr_Clear();
+            frame = python::py_ref(PyObject_GetAttrString(awaitable.get(), "gi_frame"));
+            next = "gi_yieldfrom";
+        }
+        if (!frame) break;  // a Future, or another awaitable: the chain ends here
+        if (frame.get() != Py_None) {
+            auto* f = reinterpret_cast<PyFrameObject*>(frame.get());
+            python::py_ref code(reinterpret_cast<PyObject*>(PyFrame_GetCode(f)));
+            auto* c = reinterpret_cast<PyCodeObject*>(code.get());
+            const char* file = PyUnicode_AsUTF8(c->co_filename);
+            const char* name = PyUnicode_AsUTF8(c->co_name);
+            if (file && name)
+                out += std::string(out.empty() ? "" : "\n") + "  File \"" + file + "\", line " +
+                       std::to_string(PyFrame_GetLineNumber(f)) + " in " + name;
+        }
+        awaitable = python::py_ref(PyObject_GetAttrString(awaitable.get(), next));
+    }
+    PyErr_Clear();
+    return out;
+}
+
+}  // namespace
+
+void asgi_call::start_deadline(PyObject* loop_thread_state) {
+    if (!flow_->deadline) return;
+    auto* tstate = reinterpret_cast<PyThreadState*>(loop_thread_state);
+    std::weak_ptr<flow> weak = flow_;
+    // Where it is stuck: the Task's await chain, read with the GIL on a
+    // thread of its own; if the GIL cannot be had, the loop thread's stack
+    // read without it (code that never awaits holds the loop).
+    auto where = [weak, tstate] {
+        stuck_report r;
+        auto chain = python::with_gil_within(gil_probe_wait, [weak]() -> std::string {
+            auto f = weak.lock();
+            const std::string chain = f && f->alive && f->task ? await_chain(f->task) : std::string();
+            return chain.empty() ? chain : "the task awaits:\n" + chain;
+        });
+        if (!chain) {
+            r.interpreter_wedged = true;
+            r.where = "the event loop's thread (holding the GIL):\n" + python::stack_of(tstate);
+        } else if (chain->empty()) {
+            // No Task yet: its first step, run at once, has not returned
+            // (code that never awaits), so the loop's thread is in it.
+            r.where = "the event loop's thread:\n" + python::stack_of(tstate);
+        } else {
+            r.where = std::move(*chain);
+        }
+        return r;
+    };
+    // At the deadline, once the core answered: CancelledError at the
+    // Task's await, on the loop thread.
+    executor_lane* lane = &lane_;
+    auto stop = [weak, lane] {
+        lane->post_fn_to_job([weak] {
+            auto f = weak.lock();
+            if (!f || !f->alive || !f->task) return;
+            python::py_ref r(PyObject_CallMethod(f->task, "cancel", nullptr));
+            if (!r) PyErr_Clear();
+        });
+    };
+    flow_->deadline->started(std::move(where), std::move(stop));
+}
+
+PyObject* asgi_call::send_request_timeout(PyObject* message) {
+    python::py_ref seconds(field(message, names().seconds, Py_None));
+    if (!seconds) return nullptr;
+    std::optional<std::chrono::nanoseconds> timeout;
+    if (seconds.get() != Py_None) {
+        const double s = PyFloat_AsDouble(seconds.get());
+        if (s == -1.0 && PyErr_Occurred()) return nullptr;
+        if (!(s >= 0) || s > 1e9) {
+            PyErr_SetString(PyExc_ValueError, "m0.request_timeout: seconds must be a number >= 0 (0 or None: no deadline)");
+            return nullptr;
+        }
+        timeout = std::chrono::nanoseconds(static_cast<std::int64_t>(s * 1e9));
+    }
+    if (flow_->deadline) flow_->deadline->set_timeout(timeout);
+    return python::ready_none();
+}
 
 asgi_call::~asgi_call() = default;
 
@@ -204,9 +311,11 @@ void asgi_call::run(completion_port& port) noexcept {
         // job, on_serve_end), with no loop iteration of its own. The call
         // keeps the channel from here, as the request may end in the step.
         channel_ = Py_NewRef(channel.get());
+        start_deadline(reinterpret_cast<PyObject*>(PyThreadState_Get()));
         task = python::py_ref(python::start_task_eagerly(loop, coro.get()));
         // Over: the job is finished, and the reactor may have freed `this`.
         if (channel_is_detached(channel.get())) return;
+        flow_->task = task.get();
         if (!task) Py_CLEAR(channel_);
     }
     if (task) on_done = python::py_ref(PyObject_GetAttr(channel.get(), n.done));
@@ -272,6 +381,7 @@ PyObject* asgi_call::send_message(PyObject* channel, PyObject* message) {
         return python::ready_none();
     }
     if (k == "http.response.body") return send_body(message);
+    if (k == "m0.request_timeout") return send_request_timeout(message);
     if (k == "http.response.trailers") return send_trailers(message);
     return PyObject_CallFunctionObjArgs(glue(glue_name::send_other), channel, message, nullptr);
 }
@@ -345,8 +455,14 @@ bool asgi_call::start(PyObject* status, PyObject* headers, bool trailers) {
     return true;
 }
 
+void asgi_call::end_response() {
+    ended_ = true;
+    if (flow_->deadline) flow_->deadline->finished();
+}
+
 void asgi_call::post_write(std::string data) {
     const std::size_t n = data.size();
+    if (flow_->deadline) flow_->deadline->produced(false);
     flow_->owed += n;
     executor_lane* lane = &lane_;
     const std::size_t bound = app_.config.send_buffer;
@@ -361,7 +477,7 @@ void asgi_call::post_end() {
         port_->post_fn([ex = ex_, t = std::move(trailers_)]() mutable { ex->end_with_trailers(std::move(t)); });
     else
         port_->post_fn([ex = ex_] { ex->end(); });
-    ended_ = true;
+    end_response();
     flow_->release_disconnect();
 }
 
@@ -388,7 +504,8 @@ int asgi_call::send(PyObject* data, bool more) {
             port_->post_fn([ex = ex_, status = status_, headers = std::move(headers_), b = std::string(body)]() mutable {
                 ex->respond(status, std::move(headers), std::move(b));
             });
-            ended_ = true;
+            if (flow_->deadline) flow_->deadline->produced(true);
+            end_response();
             flow_->release_disconnect();
             return 0;
         }
@@ -396,6 +513,7 @@ int asgi_call::send(PyObject* data, bool more) {
             ex->begin(status, std::move(headers), length);
         });
         begun_ = true;
+        if (flow_->deadline) flow_->deadline->produced(true);
         // A streamed response learns of a client that left as soon as the
         // engine does, so the next send() raises.
         watch_client();
@@ -434,6 +552,8 @@ void asgi_call::pull(PyObject* future) {
     Py_XSETREF(f.piece, future);
     if (f.pulling) return;  // the piece already asked for goes to this future
     f.pulling = true;
+    // The client's pace, not the app's: not counted against its deadline.
+    if (f.deadline) f.deadline->waiting_on_server(true);
     // A client that goes away ends the wait even if no pull reports it.
     watch_client();
     executor_lane* lane = &lane_;
@@ -475,7 +595,8 @@ bool asgi_call::pathsend(PyObject* path) {
         ex->end();
     });
     begun_ = true;
-    body_complete_ = ended_ = true;
+    body_complete_ = true;
+    end_response();
     flow_->release_disconnect();
     return true;
 }
@@ -483,6 +604,8 @@ bool asgi_call::pathsend(PyObject* path) {
 void asgi_call::wait_room(PyObject* future) {
     Py_INCREF(future);
     Py_XSETREF(flow_->room, future);
+    // A slow reader's pace, not the app's: not counted against its deadline.
+    if (flow_->deadline) flow_->deadline->waiting_on_server(true);
     if (flow_->owed <= app_.config.send_buffer || flow_->gone) flow_->release_room();
 }
 
@@ -499,12 +622,12 @@ bool asgi_call::wait_disconnect(PyObject* future) {
 
 void asgi_call::post_error_response() {
     port_->post_fn([ex = ex_] { ex->respond(500, error_headers, "Internal Server Error\n"); });
-    ended_ = true;
+    end_response();
 }
 
 void asgi_call::post_abort() {
     port_->post_fn([ex = ex_] { ex->abort(); });
-    ended_ = true;
+    end_response();
 }
 
 void asgi_call::fail(PyObject* message) {
@@ -546,6 +669,7 @@ void asgi_call::on_task_done(PyObject* task) noexcept {
             post_abort();
     }
     (void)task;
+    if (flow_->deadline) flow_->deadline->finished();
     flow_->release_all();
     PyObject* channel = std::exchange(channel_, nullptr);
     detach_channel(channel);

@@ -16,6 +16,7 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <m0/deadline.hpp>
 #include <m0/executor.hpp>
 #include <m0/http.hpp>
 #include <m0/python/ref.hpp>
@@ -72,6 +73,12 @@ struct flow {
     // that asked was cancelled): the next receive() gets it, so no byte is
     // lost. (bytes, last) or None for "the body cannot be read on".
     PyObject* stash = nullptr;
+    // The app's Task while the call lives (borrowed: the call holds it),
+    // for the deadline's await chain and cancellation.
+    PyObject* task = nullptr;
+    // The request deadline (null: none): paused while send() waits for room
+    // and while receive() waits for a body piece.
+    std::shared_ptr<request_deadline> deadline;
 
     // Loop thread: a report from the reactor.
     void on_report(std::size_t drained, bool client_gone, std::size_t bound);
@@ -114,7 +121,8 @@ void report_room(const std::shared_ptr<Target>& target, const std::shared_ptr<fl
 
 class asgi_call final : public job {
 public:
-    asgi_call(application& app, executor_lane& lane, http::exchange_ptr ex, request_facts facts);
+    asgi_call(application& app, executor_lane& lane, http::exchange_ptr ex, request_facts facts,
+              std::shared_ptr<request_deadline> deadline = nullptr);
     ~asgi_call() override;
     bool finishes_later() const noexcept override { return true; }
     void run(completion_port& port) noexcept override;
@@ -158,6 +166,13 @@ private:
     void post_abort();
     void post_write(std::string data);
     void post_end();
+    // The response is complete, failed or aborted: what runs after it (an
+    // ASGI background task) is not timed.
+    void end_response();
+    // The deadline's clock starts; at the deadline it cancels the Task.
+    void start_deadline(PyObject* loop_thread_state);
+    // send({"type": "m0.request_timeout", "seconds": s}).
+    PyObject* send_request_timeout(PyObject* message);
     // Registers (once each) the reactor callbacks that tell the loop of a
     // client gone (on_client_gone) and, with `fin`, of its FIN (on_peer_eof).
     void watch_client(bool fin = false);

@@ -140,7 +140,7 @@ void asgi_frontend::start_reactor(reactor_context& ctx) {
     {
         std::lock_guard lock(mutex_);
         if (ctx.index >= handlers_.size()) handlers_.resize(ctx.index + 1);
-        handlers_[ctx.index] = std::make_unique<asgi_handler>(app_, *ctx.lane);
+        handlers_[ctx.index] = std::make_unique<asgi_handler>(app_, *ctx.lane, ctx.deadlines);
         handler = handlers_[ctx.index].get();
     }
     http::serve(ctx, *handler);

@@ -47,7 +47,8 @@ void asgi_handler::on_request(http::exchange_ptr ex) {
         return;
     }
     facts.body_streamed = ex->body_pending();
-    lane_.submit(std::make_unique<asgi_call>(app_, lane_, std::move(ex), std::move(facts)));
+    auto deadline = deadlines_ ? deadlines_->watch(ex) : nullptr;
+    lane_.submit(std::make_unique<asgi_call>(app_, lane_, std::move(ex), std::move(facts), std::move(deadline)));
 }
 
 }  // namespace m0::asgi

@@ -1,6 +1,7 @@
 #pragma once
 // The reactor side of the ASGI frontend: no GIL, no Python objects. Turns
 // each request into an asgi_call job on the reactor's lane.
+#include <m0/deadline.hpp>
 #include <m0/executor.hpp>
 #include <m0/http.hpp>
 
@@ -10,7 +11,8 @@ namespace m0::asgi {
 
 class asgi_handler final : public http::handler {
 public:
-    asgi_handler(application& app, executor_lane& lane) : app_(app), lane_(lane) {}
+    asgi_handler(application& app, executor_lane& lane, deadline_watch* deadlines)
+        : app_(app), lane_(lane), deadlines_(deadlines) {}
     void on_request(http::exchange_ptr ex) override;
     // A body over input_buffer (or chunked, of unknown size) streams:
     // receive() pulls it piece by piece as the app awaits it.
@@ -19,6 +21,7 @@ public:
 private:
     application& app_;
     executor_lane& lane_;
+    deadline_watch* deadlines_;  // null: no request deadline (the websocket scope never has one)
 };
 
 }  // namespace m0::asgi

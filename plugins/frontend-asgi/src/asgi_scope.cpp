@@ -89,7 +89,7 @@ bool scope_builder::init() {
     // reason 2.5).
     python::py_ref v3(PyUnicode_FromString("3.0")), v25(PyUnicode_FromString("2.5"));
     if (!asgi_ || !v3 || !v25 || !intern(k_pathsend_, "http.response.pathsend") ||
-        !intern(k_trailers_, "http.response.trailers") ||
+        !intern(k_trailers_, "http.response.trailers") || !intern(k_request_timeout_, "m0.request_timeout") ||
         PyDict_SetItem(asgi_.get(), k_version.get(), v3.get()) ||
         PyDict_SetItem(asgi_.get(), k_spec_version.get(), v25.get()))
         return false;
@@ -218,6 +218,7 @@ PyObject* scope_builder::build_websocket(const http::request& req, std::string_v
 PyObject* scope_builder::extensions(const http::request& req) const {
     python::py_ref ext(PyDict_New());
     if (!ext || !put(ext.get(), k_pathsend_, PyDict_New()) || !put(ext.get(), k_trailers_, PyDict_New()) ||
+        !put(ext.get(), k_request_timeout_, PyDict_New()) ||
         (req.tls && !put(ext.get(), k_tls_, tls_extension(*req.tls))))
         return nullptr;
     return ext.release();

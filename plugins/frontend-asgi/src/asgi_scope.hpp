@@ -56,7 +56,7 @@ private:
     python::py_ref k_subprotocols_, k_ws_response_;
     python::py_ref k_tls_, k_server_cert_, k_client_cert_chain_, k_client_cert_name_, k_client_cert_error_,
         k_tls_version_, k_cipher_suite_;
-    python::py_ref k_pathsend_, k_trailers_, k_asgi_, k_http_version_, k_method_, k_path_, k_raw_path_, k_query_string_, k_root_path_,
+    python::py_ref k_pathsend_, k_trailers_, k_request_timeout_, k_asgi_, k_http_version_, k_method_, k_path_, k_raw_path_, k_query_string_, k_root_path_,
         k_headers_, k_client_, k_server_, k_extensions_, k_state_;
     python::py_ref v_http10_, v_http11_, v_http2_, v_get_, v_post_, k_scheme_, v_https_, v_wss_;
     // Server addresses repeat on every request of a listener, client hosts

@@ -31,8 +31,8 @@ std::string describe_failure(const boost::system::error_code& ec, std::uint64_t 
 }  // namespace
 
 body_reader::body_reader(http::exchange_ptr ex, completion_port& port, std::size_t piece, std::string pulled,
-                         std::optional<std::uint64_t> promised)
-    : ex_(std::move(ex)), port_(port), piece_(piece), buf_(std::move(pulled)), received_(buf_.size()),
+                         std::optional<std::uint64_t> promised, request_deadline* deadline)
+    : ex_(std::move(ex)), port_(port), deadline_(deadline), piece_(piece), buf_(std::move(pulled)), received_(buf_.size()),
       promised_(promised) {}
 
 bool body_reader::pull_one(std::size_t at_least) {
@@ -77,10 +77,13 @@ bool body_reader::pull_one(std::size_t at_least) {
         });
     });
     {
+        // The client's pace, not the app's: not counted against its deadline.
+        if (deadline_) deadline_->waiting_on_server(true);
         python::gil_release no_gil;
         std::unique_lock lock(result->mutex);
         result->ready_cv.wait(lock, [&] { return result->ready; });
     }
+    if (deadline_) deadline_->waiting_on_server(false);
     if (result->abandoned || result->ec) {
         failed_ = true;
         client_failed_ = !result->abandoned;

@@ -14,6 +14,7 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <m0/deadline.hpp>
 #include <m0/executor.hpp>
 #include <m0/http.hpp>
 #include <m0/python/ref.hpp>
@@ -25,8 +26,9 @@ public:
     // `piece`: bytes asked of the reactor per pull (input_buffer);
     // `pulled`: the body's first bytes, already pulled; `promised`: its
     // Content-Length (none when chunked).
+    // `deadline`: the request's (null: none), paused while a pull waits.
     body_reader(http::exchange_ptr ex, completion_port& port, std::size_t piece, std::string pulled,
-                std::optional<std::uint64_t> promised);
+                std::optional<std::uint64_t> promised, request_deadline* deadline = nullptr);
 
     // GIL held (released while waiting). New bytes objects, or null with a
     // Python exception set (OSError when the body cannot be read to its end).
@@ -69,6 +71,7 @@ private:
 
     http::exchange_ptr ex_;
     completion_port& port_;
+    request_deadline* deadline_;
     const std::size_t piece_;
     std::string buf_;      // pulled, [pos_, size) not read by the app yet
     std::size_t pos_ = 0;

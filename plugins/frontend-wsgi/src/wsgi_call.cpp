@@ -10,6 +10,7 @@
 #include <m0/log.hpp>
 #include <m0/python/errors.hpp>
 #include <m0/python/gil.hpp>
+#include <m0/python/stuck_thread.hpp>
 
 #include "wsgi_hold.hpp"
 #include "wsgi_objects.hpp"
@@ -74,9 +75,69 @@ void stream_link::abandon() {
     room.notify_all();
 }
 
-wsgi_call::wsgi_call(application& app, executor_lane& lane, http::exchange_ptr ex, request_facts facts)
+namespace {
+thread_local wsgi_call* running_call = nullptr;
+
+// How long the watchdog waits to see the GIL taken before it calls the
+// interpreter wedged: far longer than the switch interval (5 ms) at which a
+// thread running Python gives it up, even on a machine that is busy.
+constexpr std::chrono::milliseconds gil_probe_wait{2000};
+
+// Where a pool thread running the app is stuck, from the watchdog thread:
+// its stack read without the GIL, and whether the GIL can be had at all.
+stuck_report where_stuck(PyThreadState* tstate) {
+    stuck_report r;
+    r.where = python::stack_of(tstate);
+    r.interpreter_wedged = !python::gil_free_within(gil_probe_wait);
+    if (r.interpreter_wedged) r.where += (r.where.empty() ? "" : "\n") + std::string("(holding the GIL)");
+    return r;
+}
+// environ["m0.request_timeout"]: one function for every request; it acts on
+// the request its thread runs.
+PyObject* set_request_timeout(PyObject*, PyObject* seconds) {
+    wsgi_call* call = wsgi_call::current();
+    if (!call) {
+        PyErr_SetString(PyExc_RuntimeError, "m0.request_timeout: call it from the view of the request it is for");
+        return nullptr;
+    }
+    if (!call->set_request_timeout(seconds)) return nullptr;
+    Py_RETURN_NONE;
+}
+
+PyMethodDef request_timeout_def = {
+    "request_timeout", set_request_timeout, METH_O,
+    "request_timeout(seconds): this request's deadline from now on, instead of server.request_timeout "
+    "(None or 0: no deadline). Each piece of the response the view produces starts it again."};
+
+// GIL held. Kept for the life of the process.
+PyObject* request_timeout_callable() {
+    static PyObject* fn = PyCFunction_New(&request_timeout_def, nullptr);
+    return fn;
+}
+}  // namespace
+
+wsgi_call::wsgi_call(application& app, executor_lane& lane, http::exchange_ptr ex, request_facts facts,
+                     std::shared_ptr<request_deadline> deadline)
     : app_(app), lane_(lane), ex_(std::move(ex)), req_(&ex_->req()), facts_(std::move(facts)),
-      reactor_thread_(std::this_thread::get_id()), reactor_io_(&ex_->io()), buffers_(response_buffers::take()) {}
+      reactor_thread_(std::this_thread::get_id()), reactor_io_(&ex_->io()), deadline_(std::move(deadline)),
+      buffers_(response_buffers::take()) {}
+
+wsgi_call* wsgi_call::current() noexcept { return running_call; }
+
+bool wsgi_call::set_request_timeout(PyObject* seconds) {
+    std::optional<std::chrono::nanoseconds> timeout;
+    if (seconds != Py_None) {
+        const double s = PyFloat_AsDouble(seconds);
+        if (s == -1.0 && PyErr_Occurred()) return false;
+        if (!(s >= 0) || s > 1e9) {
+            PyErr_SetString(PyExc_ValueError, "m0.request_timeout: seconds must be a number >= 0 (0 or None: no deadline)");
+            return false;
+        }
+        timeout = std::chrono::nanoseconds(static_cast<std::int64_t>(s * 1e9));
+    }
+    if (deadline_) deadline_->set_timeout(timeout);
+    return true;
+}
 
 wsgi_call::~wsgi_call() {
     if (file_fd_ >= 0) ::close(file_fd_);
@@ -120,11 +181,25 @@ void wsgi_call::run(completion_port& port) noexcept {
     port_ = &port;
     on_reactor_ = std::this_thread::get_id() == reactor_thread_;
     python::gil_scope gil;
+    // The deadline ends with run(), before this thread can take another job
+    // (the watchdog must never write off the thread for a later one).
+    struct call_scope {
+        explicit call_scope(wsgi_call* c) : call(c) { running_call = c; }
+        ~call_scope() {
+            running_call = nullptr;
+            if (call->deadline_) call->deadline_->finished();
+        }
+        wsgi_call* call;
+    } scope(this);
+    if (deadline_) {
+        PyThreadState* tstate = PyThreadState_Get();
+        deadline_->started([tstate] { return where_stuck(tstate); });
+    }
     const std::string* whole = &req_->body;
     if (facts_.body_streamed)
         reader_ = std::make_unique<body_reader>(ex_, port, app_.config.input_buffer,
                                                 std::move(facts_.pulled_body).value_or(std::string()),
-                                                facts_.streamed_length);
+                                                facts_.streamed_length, deadline_.get());
     else if (facts_.pulled_body)
         whole = &*facts_.pulled_body;
     request_objects objects;
@@ -140,6 +215,10 @@ void wsgi_call::run(completion_port& port) noexcept {
         if (environ && app_.hub) {
             hold = py_ref(make_hold_callable(this));
             if (!hold || PyDict_SetItemString(environ.get(), "m0.hold", hold.get()) != 0) environ = py_ref();
+        }
+        if (environ && deadline_) {
+            PyObject* fn = request_timeout_callable();
+            if (!fn || PyDict_SetItemString(environ.get(), "m0.request_timeout", fn) != 0) environ = py_ref();
         }
         if (!environ) {
             fail("cannot build the environ");
@@ -312,10 +391,15 @@ bool wsgi_call::wait_for_room() {
     auto ready = [&s] { return s.gone || (s.unwritten <= s.high_water && !s.waiting_drain); };
     if (!ready()) {
         lock.unlock();
-        python::gil_release no_gil;
-        lock.lock();
-        s.room.wait(lock, ready);
-        lock.unlock();  // before the GIL is taken back
+        // A slow reader's pace, not the app's: not counted against its deadline.
+        if (deadline_) deadline_->waiting_on_server(true);
+        {
+            python::gil_release no_gil;
+            lock.lock();
+            s.room.wait(lock, ready);
+            lock.unlock();  // before the GIL is taken back
+        }
+        if (deadline_) deadline_->waiting_on_server(false);
     } else {
         lock.unlock();
     }
@@ -331,10 +415,17 @@ bool wsgi_call::send_chunk(const char* data, std::size_t size) {
         if (size > left) size = static_cast<std::size_t>(left);
         if (size == 0) return true;
     }
+    if (deadline_) {
+        // Past its deadline the app's output goes nowhere (the client got a
+        // 504 or an aborted stream): it stops as for a client gone.
+        if (deadline_->expired()) return false;
+        deadline_->produced(!headers_sent_);
+    }
     if (!headers_sent_) {
         headers_sent_ = true;
         port_->post_fn([link = stream_, status = head_.status, headers = std::move(head_.headers),
-                        length = head_.content_length]() mutable {
+                        length = head_.content_length, deadline = deadline_]() mutable {
+            if (deadline && deadline->answered_for_app()) return;
             link->ex->begin(status, std::move(headers), length);
         });
     }
@@ -343,10 +434,10 @@ bool wsgi_call::send_chunk(const char* data, std::size_t size) {
         std::lock_guard lock(stream_->mutex);
         stream_->unwritten += size;
     }
-    port_->post_fn([guard = room_guard(stream_), chunk = std::string(data, size)]() mutable {
+    port_->post_fn([guard = room_guard(stream_), chunk = std::string(data, size), deadline = deadline_]() mutable {
         guard.ran = true;
         std::size_t n = chunk.size();
-        guard.link->ex->write(std::move(chunk));
+        if (!(deadline && deadline->answered_for_app())) guard.link->ex->write(std::move(chunk));
         guard.link->on_written(n);
     });
     return true;
@@ -455,10 +546,14 @@ PyObject* wsgi_call::hold(realtime::hold_options options, PyObject* on_message) 
 }
 
 void wsgi_call::complete(bool cancelled) noexcept {
-    if (hold_ && (cancelled || outcome_ != outcome::hold)) {
+    // Past the deadline the core answered for the app (504 or an aborted
+    // stream): what the app produced late is dropped with the call.
+    const bool late = !cancelled && deadline_ && deadline_->answered_for_app();
+    if (hold_ && (late || cancelled || outcome_ != outcome::hold)) {
         app_.hub->cancel(std::move(hold_));
         hold_.reset();
     }
+    if (late) return;
     if (cancelled) {
         ex_->respond(503, {{"Content-Type", "text/plain; charset=utf-8"}}, "Service Unavailable\n");
         return;

@@ -14,6 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include <m0/deadline.hpp>
 #include <m0/executor.hpp>
 #include <m0/http.hpp>
 #include <m0/python/ref.hpp>
@@ -107,7 +108,9 @@ struct room_guard {
 class wsgi_call final : public job, public recycled<wsgi_call> {
 public:
     // `lane` is the one the call runs on: a WebSocket hold's messages follow it.
-    wsgi_call(application& app, executor_lane& lane, http::exchange_ptr ex, request_facts facts);
+    // `deadline`: this call's request deadline (null: none).
+    wsgi_call(application& app, executor_lane& lane, http::exchange_ptr ex, request_facts facts,
+              std::shared_ptr<request_deadline> deadline = nullptr);
     ~wsgi_call() override;
     void run(completion_port& port) noexcept override;
     void complete(bool cancelled) noexcept override;
@@ -116,6 +119,12 @@ public:
     // reference, or null with a Python exception set.
     PyObject* start_response(PyObject* status, PyObject* headers, PyObject* exc_info);
     PyObject* write(PyObject* data);
+    // environ["m0.request_timeout"](seconds): this request's deadline from
+    // now (None or 0: none). False with a Python exception set on a bad value.
+    bool set_request_timeout(PyObject* seconds);
+    // The call the calling executor thread runs now (null outside run()).
+    static wsgi_call* current() noexcept;
+
     // environ["m0.hold"]: subscribes now, on this executor thread, so that
     // nothing published after the view returns is missed. `on_message`
     // (borrowed; ws only, may be null) receives the WebSocket's messages.
@@ -153,6 +162,10 @@ private:
     completion_port* port_ = nullptr;
     PyObject* writer_ = nullptr;  // the write() callable start_response returns
     bool on_reactor_ = false;  // the inline executor: no reactor loop runs while the app does
+    // The request deadline: started when the app is called, told of each
+    // piece it produces and of each wait on the reactor, finished when run()
+    // ends. Once it passed, nothing this call produces reaches the client.
+    std::shared_ptr<request_deadline> deadline_;
 
     // Taken from the reactor thread's cache when the job is made, given
     // back when it is destroyed (both on the reactor): head_.headers and the

@@ -71,7 +71,7 @@ void wsgi_frontend::start_reactor(reactor_context& ctx) {
     {
         std::lock_guard lock(mutex_);
         if (ctx.index >= handlers_.size()) handlers_.resize(ctx.index + 1);
-        handlers_[ctx.index] = std::make_unique<wsgi_handler>(app_, *statics_, *ctx.lane);
+        handlers_[ctx.index] = std::make_unique<wsgi_handler>(app_, *statics_, *ctx.lane, ctx.deadlines);
         handler = handlers_[ctx.index].get();
     }
     http::serve(ctx, *handler);

@@ -94,7 +94,8 @@ void wsgi_handler::set_server_from_host(const http::request& req, request_facts&
 }
 
 void wsgi_handler::submit(http::exchange_ptr ex, request_facts facts) {
-    lane_.submit(std::make_unique<wsgi_call>(app_, lane_, std::move(ex), std::move(facts)));
+    auto deadline = deadlines_ ? deadlines_->watch(ex) : nullptr;
+    lane_.submit(std::make_unique<wsgi_call>(app_, lane_, std::move(ex), std::move(facts), std::move(deadline)));
 }
 
 // A chunked body's size is unknown up front: its first input_buffer + 1

@@ -4,6 +4,7 @@
 // on the reactor's executor lane.
 #include <memory>
 
+#include <m0/deadline.hpp>
 #include <m0/executor.hpp>
 #include <m0/http.hpp>
 #include <m0/static_files/static_mount.hpp>
@@ -14,8 +15,9 @@ namespace m0::wsgi {
 
 class wsgi_handler final : public http::handler {
 public:
-    wsgi_handler(application& app, const static_files::static_mounts& statics, executor_lane& lane)
-        : app_(app), statics_(statics), lane_(lane) {}
+    wsgi_handler(application& app, const static_files::static_mounts& statics, executor_lane& lane,
+                 deadline_watch* deadlines)
+        : app_(app), statics_(statics), lane_(lane), deadlines_(deadlines) {}
     void on_request(http::exchange_ptr ex) override;
     // A body larger than input_buffer streams through wsgi.input (a chunked
     // one, of unknown size, is pulled up to input_buffer before deciding),
@@ -36,6 +38,7 @@ private:
     application& app_;
     const static_files::static_mounts& statics_;
     executor_lane& lane_;
+    deadline_watch* deadlines_;  // null: no request deadline
 };
 
 }  // namespace m0::wsgi
