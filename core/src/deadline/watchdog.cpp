@@ -14,7 +14,10 @@ namespace {
 
 std::string seconds_text(std::int64_t ns) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ns) / 1e9);
+    if (ns >= 1'000'000'000)
+        std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ns) / 1e9);
+    else
+        std::snprintf(buf, sizeof buf, "%.0f ms", static_cast<double>(ns) / 1e6);
     return buf;
 }
 
@@ -122,14 +125,12 @@ void watchdog::look(std::chrono::steady_clock::time_point now_tp) {
     for (const auto& c : answered) remove(*c);
     for (const auto& c : blocked) {
         remove(*c);
-        counts_of(c->executor_).escalated.fetch_add(1, std::memory_order_relaxed);
-        give_up("a reactor thread did not come back to answer a request whose deadline passed: the application "
+        give_up(c->executor_, "a reactor thread did not come back to answer a request whose deadline passed: the application "
                 "blocks it (the inline executor, or native code)");
     }
     for (const auto& c : unstoppable) {
         remove(*c);
-        counts_of(c->executor_).escalated.fetch_add(1, std::memory_order_relaxed);
-        give_up("an application asked to stop at its deadline (its task cancelled) is still running " +
+        give_up(c->executor_, "an application asked to stop at its deadline (its task cancelled) is still running " +
                 std::to_string(options_.stop_grace.count()) +
                 " ms later: it swallows the cancellation, or blocks its event loop");
     }
@@ -178,11 +179,9 @@ void watchdog::expire(const std::shared_ptr<call>& c, std::int64_t now) {
         }))
         c->reactor_answered_.store(true);  // the reactor is gone: nothing to answer
     if (report.interpreter_wedged) {
-        counts.escalated.fetch_add(1, std::memory_order_relaxed);
-        give_up("the application holds the interpreter past its deadline: no Python code can run in this process");
+        give_up(c->executor_, "the application holds the interpreter past its deadline: no Python code can run in this process");
     } else if (written_off && written_off_ >= options_.max_written_off) {
-        counts.escalated.fetch_add(1, std::memory_order_relaxed);
-        give_up(std::to_string(written_off_) + " threads are written off (server.max_written_off " +
+        give_up(c->executor_, std::to_string(written_off_) + " threads are written off (server.max_written_off " +
                 std::to_string(options_.max_written_off) + ")");
     }
 }
@@ -192,9 +191,10 @@ std::string watchdog::executor_name(std::size_t i) const {
     return "'" + std::string(executor_at(i)->name()) + "'";
 }
 
-void watchdog::give_up(const std::string& why) {
+void watchdog::give_up(std::size_t executor, const std::string& why) {
     if (given_up_) return;
     given_up_ = true;
+    counts_of(executor).escalated.fetch_add(1, std::memory_order_relaxed);
     if (options_.give_up) options_.give_up(why);
 }
 

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include <m0/api.hpp>
 #include <m0/deadline.hpp>
 #include <m0/executor.hpp>
 #include <m0/reactor.hpp>
@@ -58,7 +59,7 @@ struct watchdog_options {
     std::vector<std::string> executor_names;
 };
 
-class watchdog {
+class M0_INTERNAL_API watchdog {
 public:
     watchdog(watchdog_options options, std::vector<executor*> executors);
     ~watchdog();
@@ -83,7 +84,8 @@ private:
     void run();
     void look(std::chrono::steady_clock::time_point now);
     void expire(const std::shared_ptr<call>& c, std::int64_t now_ns);
-    void give_up(const std::string& why);
+    // Once: counts it for `executor` (whose call it was) and calls options_.give_up.
+    void give_up(std::size_t executor, const std::string& why);
     std::string executor_name(std::size_t i) const;
 
     const watchdog_options options_;
@@ -104,7 +106,7 @@ private:
 
 // One application call (request_deadline). Made on the reactor by
 // mount_deadlines::watch.
-class call final : public request_deadline, public std::enable_shared_from_this<call> {
+class M0_INTERNAL_API call final : public request_deadline, public std::enable_shared_from_this<call> {
 public:
     call(watchdog& dog, std::size_t executor, std::string_view mount, std::chrono::nanoseconds timeout,
          http::exchange_ptr ex, std::shared_ptr<reactor_handle> reactor);
@@ -156,7 +158,7 @@ private:
 };
 
 // deadline_watch of one mount on one reactor.
-class mount_deadlines final : public deadline_watch {
+class M0_INTERNAL_API mount_deadlines final : public deadline_watch {
 public:
     mount_deadlines(watchdog* dog, std::size_t executor, std::string mount, std::chrono::nanoseconds timeout,
                     std::shared_ptr<reactor_handle> reactor)

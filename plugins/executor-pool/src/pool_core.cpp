@@ -253,7 +253,7 @@ bool pool_core::write_off(long tid) noexcept {
     if (tid == 0) return false;
     for (auto& sp : slots_) {
         slot& s = *sp;
-        if (s.tid.load() != tid || s.exited.load(std::memory_order_acquire) || s.written_off.load()) continue;
+        if (s.tid.load() != tid || !s.in_job.load() || s.written_off.load()) continue;
         s.written_off.store(true);
         written_off_.fetch_add(1);
         live_.fetch_sub(1);
@@ -565,7 +565,9 @@ void pool_core::thread_main(unsigned index) {
             }
         }
         count_taken(s.counted, j.queued_ns);
+        s.in_job.store(true, std::memory_order_relaxed);
         run_job(*lane, j.j, s.counted);
+        s.in_job.store(false, std::memory_order_relaxed);
         if (s.written_off.load()) {
             retire_written_off(s);  // live_ and idle_ no longer count it
             return;

@@ -151,6 +151,7 @@ private:
         std::atomic<bool> exited{false};
         std::atomic<long> tid{0};              // gettid of its thread, while it runs
         std::atomic<bool> written_off{false};  // given up at a request deadline: exits after its job
+        std::atomic<bool> in_job{false};       // inside run_job (write_off applies only then)
         bool batch = false;    // its own thread only: under SCHED_BATCH now (parked, with batch_sched)
         std::thread thread;
     };
