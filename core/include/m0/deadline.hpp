@@ -81,6 +81,11 @@ public:
     // Reactor thread: the deadline of one application call answering `ex`.
     // Null when deadlines are off.
     virtual std::shared_ptr<request_deadline> watch(http::exchange_ptr ex) = 0;
+    // Reactor thread: the deadline of one application call with no exchange
+    // to answer (a WebSocket message handed to a view): at the deadline
+    // `answer` runs on the reactor instead of a 504 (close the connection
+    // with 1011, say); `what` names the call in the log line.
+    virtual std::shared_ptr<request_deadline> watch_call(std::string what, std::function<void()> answer) = 0;
 };
 
 }  // namespace m0

@@ -157,8 +157,9 @@ void watchdog::expire(const std::shared_ptr<call>& c, std::int64_t now) {
         ++written_off_;
         counts.written_off.fetch_add(1, std::memory_order_relaxed);
     }
-    const auto& req = c->ex_->req();
-    std::string line = "request deadline: " + std::string(req.method) + " " + std::string(req.path) + " (mount " +
+    const std::string what =
+        c->ex_ ? std::string(c->ex_->req().method) + " " + std::string(c->ex_->req().path) : c->what_;
+    std::string line = "request deadline: " + what + " (mount " +
                        (c->mount_.empty() ? std::string("/") : std::string(c->mount_)) + ", " +
                        options_.process_name + ", executor " + executor_name(c->executor_) + ") produced nothing for " + seconds_text(now - c->mark_ns_.load()) +
                        " (request_timeout " + seconds_text(c->timeout_ns_.load()) + "): answered for it";
@@ -199,9 +200,10 @@ void watchdog::give_up(std::size_t executor, const std::string& why) {
 }
 
 call::call(watchdog& dog, std::size_t executor, std::string_view mount, std::chrono::nanoseconds timeout,
-           http::exchange_ptr ex, std::shared_ptr<reactor_handle> reactor)
+           http::exchange_ptr ex, std::shared_ptr<reactor_handle> reactor, std::string what,
+           std::function<void()> answer)
     : dog_(dog), executor_(executor), mount_(mount), ex_(std::move(ex)), reactor_(std::move(reactor)),
-      timeout_ns_(timeout.count()) {}
+      what_(std::move(what)), answer_(std::move(answer)), timeout_ns_(timeout.count()) {}
 
 void call::started(std::function<stuck_report()> where, std::function<void()> stop) {
     where_ = std::move(where);
@@ -253,6 +255,10 @@ bool call::answered_for_app() {
 }
 
 void call::answer() {
+    if (!ex_) {
+        if (answer_) answer_();
+        return;
+    }
     ex_->set_outcome(http::request_outcome::timeout);
     if (head_sent_.load()) {
         ex_->abort();
@@ -264,6 +270,12 @@ void call::answer() {
 std::shared_ptr<request_deadline> mount_deadlines::watch(http::exchange_ptr ex) {
     if (!dog_ || timeout_.count() <= 0) return nullptr;
     return std::make_shared<call>(*dog_, executor_, mount_, timeout_, std::move(ex), reactor_);
+}
+
+std::shared_ptr<request_deadline> mount_deadlines::watch_call(std::string what, std::function<void()> answer) {
+    if (!dog_ || timeout_.count() <= 0) return nullptr;
+    return std::make_shared<call>(*dog_, executor_, mount_, timeout_, nullptr, reactor_, std::move(what),
+                                  std::move(answer));
 }
 
 }  // namespace m0::deadline

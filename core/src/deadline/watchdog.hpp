@@ -108,8 +108,11 @@ private:
 // mount_deadlines::watch.
 class M0_INTERNAL_API call final : public request_deadline, public std::enable_shared_from_this<call> {
 public:
+    // `ex` answers for the app at the deadline, or else `answer` runs;
+    // `what` names the call when there is no exchange.
     call(watchdog& dog, std::size_t executor, std::string_view mount, std::chrono::nanoseconds timeout,
-         http::exchange_ptr ex, std::shared_ptr<reactor_handle> reactor);
+         http::exchange_ptr ex, std::shared_ptr<reactor_handle> reactor, std::string what = {},
+         std::function<void()> answer = nullptr);
 
     void started(std::function<stuck_report()> where, std::function<void()> stop) override;
     void produced(bool head) noexcept override;
@@ -131,6 +134,8 @@ private:
     const std::string_view mount_;  // the mount's prefix, owned by the deployment
     const http::exchange_ptr ex_;
     const std::shared_ptr<reactor_handle> reactor_;
+    const std::string what_;
+    const std::function<void()> answer_;
 
     std::atomic<state> state_{state::waiting};
     // The clock: the call's current allowance started at mark_ns_ (steady
@@ -165,6 +170,7 @@ public:
         : dog_(dog), executor_(executor), mount_(std::move(mount)), timeout_(timeout), reactor_(std::move(reactor)) {}
     std::chrono::nanoseconds timeout() const noexcept override { return dog_ ? timeout_ : std::chrono::nanoseconds(0); }
     std::shared_ptr<request_deadline> watch(http::exchange_ptr ex) override;
+    std::shared_ptr<request_deadline> watch_call(std::string what, std::function<void()> answer) override;
 
 private:
     watchdog* dog_;

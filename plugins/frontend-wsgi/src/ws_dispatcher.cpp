@@ -9,6 +9,7 @@
 #include <m0/websocket/frame.hpp>
 
 #include "connection_object.hpp"
+#include "wsgi_call.hpp"
 
 namespace m0::wsgi {
 
@@ -53,8 +54,8 @@ private:
     bool release_;
 };
 
-ws_dispatcher::ws_dispatcher(executor_lane& lane, PyObject* on_message, std::string where)
-    : lane_(lane), where_(std::move(where)), on_message_(Py_NewRef(on_message)) {}
+ws_dispatcher::ws_dispatcher(executor_lane& lane, PyObject* on_message, std::string where, deadline_watch* deadlines)
+    : lane_(lane), where_(std::move(where)), deadlines_(deadlines), on_message_(Py_NewRef(on_message)) {}
 
 ws_dispatcher::~ws_dispatcher() = default;
 
@@ -79,12 +80,30 @@ void ws_dispatcher::dispatch() {
     if (queue_.empty() && !closed_) return;
     busy_ = true;
     released_ = closed_;
+    if (deadlines_) {
+        // One deadline per message; past it the peer hears 1011 (there is
+        // no response to answer with).
+        for (auto& m : queue_)
+            m.deadline = deadlines_->watch_call(where_ + ": on_message", [conn = conn_] {
+                if (conn) conn->close(websocket::close_code::internal_error, "on_message passed its deadline");
+            });
+    }
     // Submitted once the flags are set: the inline executor completes the
     // job inside submit().
     lane_.submit(std::make_unique<batch_job>(shared_from_this(), std::exchange(queue_, {}), closed_));
 }
 
 bool ws_dispatcher::call(const inbound& m) {
+    if (m.deadline) {
+        PyThreadState* tstate = PyThreadState_Get();
+        m.deadline->started([tstate] { return where_stuck(tstate); });
+    }
+    struct finish_deadline {
+        const inbound& m;
+        ~finish_deadline() {
+            if (m.deadline) m.deadline->finished();
+        }
+    } finish{m};
     if (!conn_object_) conn_object_ = make_connection_object(conn_);
     python::py_ref message(m.kind == realtime::payload_kind::binary
                                ? PyBytes_FromStringAndSize(m.data.data(), static_cast<Py_ssize_t>(m.data.size()))

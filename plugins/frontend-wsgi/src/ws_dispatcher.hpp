@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include <m0/deadline.hpp>
 #include <m0/executor.hpp>
 #include <m0/realtime.hpp>
 
@@ -18,7 +19,9 @@ class ws_dispatcher final : public realtime::inbound_handler, public std::enable
 public:
     // GIL held: takes a new reference to `on_message`. `where` names the
     // view in log lines.
-    ws_dispatcher(executor_lane& lane, PyObject* on_message, std::string where);
+    // `deadlines`: each message's call to on_message gets the request
+    // deadline (null: none); past it the connection closes with 1011.
+    ws_dispatcher(executor_lane& lane, PyObject* on_message, std::string where, deadline_watch* deadlines = nullptr);
     ~ws_dispatcher() override;
 
     // Reactor thread of the hold.
@@ -31,6 +34,7 @@ private:
     struct inbound {
         realtime::payload_kind kind;
         std::string data;
+        std::shared_ptr<request_deadline> deadline;  // made on the reactor when it is dispatched
     };
     class batch_job;
 
@@ -46,6 +50,7 @@ private:
 
     executor_lane& lane_;
     const std::string where_;
+    deadline_watch* const deadlines_;
     // Reactor side.
     std::deque<inbound> queue_;
     std::size_t backlog_ = 0;  // bytes queued or in the running job

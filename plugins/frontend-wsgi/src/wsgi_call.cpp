@@ -78,20 +78,6 @@ void stream_link::abandon() {
 namespace {
 thread_local wsgi_call* running_call = nullptr;
 
-// How long the watchdog waits to see the GIL taken before it calls the
-// interpreter wedged: far longer than the switch interval (5 ms) at which a
-// thread running Python gives it up, even on a machine that is busy.
-constexpr std::chrono::milliseconds gil_probe_wait{2000};
-
-// Where a pool thread running the app is stuck, from the watchdog thread:
-// its stack read without the GIL, and whether the GIL can be had at all.
-stuck_report where_stuck(PyThreadState* tstate) {
-    stuck_report r;
-    r.where = python::stack_of(tstate);
-    r.interpreter_wedged = !python::gil_free_within(gil_probe_wait);
-    if (r.interpreter_wedged) r.where += (r.where.empty() ? "" : "\n") + std::string("(holding the GIL)");
-    return r;
-}
 // environ["m0.request_timeout"]: one function for every request; it acts on
 // the request its thread runs.
 PyObject* set_request_timeout(PyObject*, PyObject* seconds) {
@@ -116,11 +102,25 @@ PyObject* request_timeout_callable() {
 }
 }  // namespace
 
+// How long the watchdog waits to see the GIL taken before it calls the
+// interpreter wedged: far longer than the switch interval (5 ms) at which a
+// thread running Python gives it up, even on a machine that is busy.
+constexpr std::chrono::milliseconds gil_probe_wait{2000};
+
+// Where a pool thread running the app is stuck, from the watchdog thread:
+// its stack read without the GIL, and whether the GIL can be had at all.
+stuck_report where_stuck(PyThreadState* tstate) {
+    stuck_report r;
+    r.where = python::stack_of(tstate);
+    r.interpreter_wedged = !python::gil_free_within(gil_probe_wait);
+    if (r.interpreter_wedged) r.where += (r.where.empty() ? "" : "\n") + std::string("(holding the GIL)");
+    return r;
+}
 wsgi_call::wsgi_call(application& app, executor_lane& lane, http::exchange_ptr ex, request_facts facts,
-                     std::shared_ptr<request_deadline> deadline)
+                     std::shared_ptr<request_deadline> deadline, deadline_watch* deadlines)
     : app_(app), lane_(lane), ex_(std::move(ex)), req_(&ex_->req()), facts_(std::move(facts)),
       reactor_thread_(std::this_thread::get_id()), reactor_io_(&ex_->io()), deadline_(std::move(deadline)),
-      buffers_(response_buffers::take()) {}
+      deadlines_(deadlines), buffers_(response_buffers::take()) {}
 
 wsgi_call* wsgi_call::current() noexcept { return running_call; }
 
@@ -531,7 +531,7 @@ PyObject* wsgi_call::hold(realtime::hold_options options, PyObject* on_message) 
             PyErr_Format(PyExc_ValueError, "m0.hold(): not a WebSocket handshake: %s", why->c_str());
             return nullptr;
         }
-        if (on_message) options.inbound = std::make_shared<ws_dispatcher>(lane_, on_message, describe());
+        if (on_message) options.inbound = std::make_shared<ws_dispatcher>(lane_, on_message, describe(), deadlines_);
     }
     // Without the GIL: with a Redis bus, subscribing waits for the server to
     // confirm the channels, and other Python threads need not wait with it.

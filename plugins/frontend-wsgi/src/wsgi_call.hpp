@@ -31,6 +31,11 @@ namespace m0::wsgi {
 
 struct stream_link;
 
+// At a request deadline, from the watchdog thread: where the executor thread
+// whose state is `tstate` is stuck (its Python stack, read without the GIL),
+// and whether the GIL can be had at all.
+stuck_report where_stuck(PyThreadState* tstate);
+
 // The streamed responses still producing. When the process stops serving,
 // no reactor is left to make room or to report a client gone, so each
 // producer is released here instead (it stops at its next chunk).
@@ -108,9 +113,10 @@ struct room_guard {
 class wsgi_call final : public job, public recycled<wsgi_call> {
 public:
     // `lane` is the one the call runs on: a WebSocket hold's messages follow it.
-    // `deadline`: this call's request deadline (null: none).
+    // `deadline`: this call's request deadline (null: none); `deadlines`:
+    // the reactor's, for a WebSocket hold's messages.
     wsgi_call(application& app, executor_lane& lane, http::exchange_ptr ex, request_facts facts,
-              std::shared_ptr<request_deadline> deadline = nullptr);
+              std::shared_ptr<request_deadline> deadline = nullptr, deadline_watch* deadlines = nullptr);
     ~wsgi_call() override;
     void run(completion_port& port) noexcept override;
     void complete(bool cancelled) noexcept override;
@@ -166,6 +172,7 @@ private:
     // piece it produces and of each wait on the reactor, finished when run()
     // ends. Once it passed, nothing this call produces reaches the client.
     std::shared_ptr<request_deadline> deadline_;
+    deadline_watch* deadlines_;
 
     // Taken from the reactor thread's cache when the job is made, given
     // back when it is destroyed (both on the reactor): head_.headers and the

@@ -95,7 +95,8 @@ void wsgi_handler::set_server_from_host(const http::request& req, request_facts&
 
 void wsgi_handler::submit(http::exchange_ptr ex, request_facts facts) {
     auto deadline = deadlines_ ? deadlines_->watch(ex) : nullptr;
-    lane_.submit(std::make_unique<wsgi_call>(app_, lane_, std::move(ex), std::move(facts), std::move(deadline)));
+    lane_.submit(std::make_unique<wsgi_call>(app_, lane_, std::move(ex), std::move(facts), std::move(deadline),
+                                             deadlines_));
 }
 
 // A chunked body's size is unknown up front: its first input_buffer + 1

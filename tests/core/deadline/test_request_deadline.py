@@ -188,6 +188,27 @@ def test_a_stuck_view_on_the_inline_executor_gives_the_process_up(m0_server):
     assert server.wait(timeout=60) == 3
 
 
+def test_a_websocket_message_stuck_in_on_message_closes_with_1011(m0_server):
+    import pytest
+    from websockets.exceptions import ConnectionClosed
+    sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+    from support.websocket_client import recv, ws_connect
+    server = m0_server(config(extra="realtime: {}\n"), env=PYTHON)
+    with ws_connect(server) as ws:
+        # The hold itself runs no application code: it is not timed, and a
+        # message answered in time is no deadline either.
+        time.sleep(1.5)
+        ws.send("hello")
+        assert recv(ws) == "hello"
+        ws.send("stuck")
+        with pytest.raises(ConnectionClosed) as closed:
+            recv(ws)
+    assert closed.value.rcvd.code == 1011
+    assert server.wait_for_log(re.compile(r"request deadline: wsgi: GET /ws: on_message \(mount /")).group(0)
+    assert "in sleep_in_view" in server.output()
+    assert get(server, "/fast").status == 200
+
+
 def test_http2_only_the_stuck_stream_is_answered(m0_server):
     import h2_support
     server = m0_server(config(), env=PYTHON)

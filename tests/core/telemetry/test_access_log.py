@@ -126,7 +126,9 @@ def test_json_lines_parse_with_documented_keys(tmp_path, m0_server):
     assert len(records) == 2
     hello, static = sorted(records, key=lambda r: r["path"])[::-1]
     assert set(hello) == {"time", "remote_addr", "remote_port", "method", "target", "path", "query", "protocol",
-                          "status", "bytes", "duration_us", "referer", "user_agent", "mount", "pid", "reactor"}
+                          "status", "bytes", "duration_us", "referer", "user_agent", "mount", "outcome", "pid",
+                          "reactor"}
+    assert hello["outcome"] == "ok"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", hello["time"])
     assert (hello["method"], hello["target"], hello["path"], hello["query"], hello["protocol"]) == \
         ("GET", "/hello?x=%C3%A9", "/hello", "x=%C3%A9", "HTTP/1.1")

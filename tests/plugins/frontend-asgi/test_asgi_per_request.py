@@ -31,7 +31,7 @@ def test_a_scope_defaced_by_one_request_is_whole_for_the_next(m0_server):
         second_conn.close()
     for s in seen:
         assert s["asgi"] == {"version": "3.0", "spec_version": "2.5"}
-        assert s["extensions"] == {"http.response.pathsend": {}, "http.response.trailers": {}}
+        assert s["extensions"] == {"http.response.pathsend": {}, "http.response.trailers": {}, "m0.request_timeout": {}}
         assert s["state"] == {}
         assert s["method"] == "GET"
         assert s["server"] == ["127.0.0.1", server.port]

@@ -28,6 +28,9 @@ def expected(server, sock, method="GET", target="/", headers=BROWSER, body=b"", 
         "wsgi.version": [1, 0], "wsgi.url_scheme": "http", "wsgi.input": "<wsgi_input>",
         "wsgi.errors": "<log_stream>", "wsgi.multithread": True, "wsgi.multiprocess": False,
         "wsgi.run_once": False, "wsgi.input_terminated": True, "wsgi.file_wrapper": "<type>",
+        # The request deadline (server.request_timeout, on by default): how a
+        # view extends or lifts its own.
+        "m0.request_timeout": "<builtin_function_or_method>",
         "<body>": body.decode("latin-1"),
     }
     if remote and remote != client[0]:

@@ -27,8 +27,20 @@ def hold_the_gil(seconds):
     ctypes.PyDLL(None).sleep(ctypes.c_uint(seconds))
 
 
+def on_message(conn, message):
+    if message == "stuck":
+        sleep_in_view(600)
+    conn.send(message)
+
+
 def app(environ, start_response):
     path = environ["PATH_INFO"]
+    if path == "/ws":
+        # A WebSocket hold: each message calls on_message on the pool, with a
+        # deadline of its own; the view itself returns at once.
+        environ["m0.hold"]([], "ws", on_message=on_message)
+        start_response("200 OK", [])
+        return []
     if path == "/fast":
         return _text(start_response, f"{os.getpid()} {threading.get_native_id()}")
     if path == "/sleep":
