@@ -22,10 +22,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "http2"))
 from metrics_support import metrics_port, samples, status, value  # noqa: E402
 
 PYTHON = {"VIRTUAL_ENV": sys.prefix}
+# The deadline the tests give: one second, longer in a sanitizer run (where
+# a trivial view on two busy cores may take a while), so that only the views
+# meant to be stuck are.
+DEADLINE = f"{int(m0test.scaled(1000))}ms"
 DEADLINE_LINE = re.compile(r"request deadline: GET (\S+) \(mount /, .*executor 'default' \(pool\)\) produced nothing for")
 
 
-def config(executor="pool", timeout="1s", server="", extra="", threads=2):
+def config(executor="pool", timeout=DEADLINE, server="", extra="", threads=2):
     pool = f"  pool: {{threads: {threads}, max_threads: {threads}}}\n" if executor == "pool" else ""
     return (
         "server:\n"
@@ -87,7 +91,8 @@ def test_a_view_waking_after_its_deadline_reaches_nobody(m0_server):
     server = m0_server(config(), env=PYTHON)
     port = metrics_port(server)
     with server.connect() as s:
-        s.sendall(b"GET /sleep?s=2.5 HTTP/1.1\r\nHost: t\r\n\r\n")
+        # Wakes after its deadline (2.5 of them), long before the test gives up.
+        s.sendall(b"GET /sleep?s=%.1f HTTP/1.1\r\nHost: t\r\n\r\n" % m0test.scaled(2.5))
         reader = m0test.ResponseReader(s, timeout=m0test.scaled(30))
         first = reader.read()
         assert (first.status, first.body) == (504, b"Gateway Timeout\n")
@@ -116,7 +121,7 @@ def test_a_stream_stalled_after_its_head_is_aborted(m0_server):
 
 def test_what_waits_on_the_client_or_produces_is_not_stuck(m0_server):
     server = m0_server(config(extra="http: {body_timeout: 30s}\n"), env=PYTHON)
-    # A view producing a piece every 0.3 s for about 2 s: never silent for 1 s.
+    # A view producing a piece every 0.3 s for about 2 s: never silent for its deadline.
     r = get(server, "/drip?n=7&every=0.3")
     assert (r.status, r.body.count(b"piece")) == (200, 7)
     # A slow upload: the view waits on wsgi.input while the client takes 3 s.
@@ -144,8 +149,9 @@ def test_what_waits_on_the_client_or_produces_is_not_stuck(m0_server):
                 time.sleep(0.05)
         assert got > 64 * 65536
     # A view that extends its own deadline, and one that lifts it.
-    assert get(server, "/extend?to=30&s=2").body == b"extended"
-    assert get(server, "/lift?s=2").body == b"lifted"
+    slow = m0test.scaled(2)  # twice the deadline
+    assert get(server, f"/extend?to=60&s={slow}").body == b"extended"
+    assert get(server, f"/lift?s={slow}").body == b"lifted"
     assert DEADLINE_LINE.search(server.output()) is None, server.output()
 
 
@@ -197,7 +203,7 @@ def test_a_websocket_message_stuck_in_on_message_closes_with_1011(m0_server):
     with ws_connect(server) as ws:
         # The hold itself runs no application code: it is not timed, and a
         # message answered in time is no deadline either.
-        time.sleep(1.5)
+        time.sleep(m0test.scaled(1.5))
         ws.send("hello")
         assert recv(ws) == "hello"
         ws.send("stuck")
@@ -222,7 +228,7 @@ def test_http2_only_the_stuck_stream_is_answered(m0_server):
     assert client.goaway is None
 
 
-def asgi_config(app, timeout="1s", workers=""):
+def asgi_config(app, timeout=DEADLINE, workers=""):
     return (
         "server:\n"
         f"  request_timeout: {timeout}\n"
