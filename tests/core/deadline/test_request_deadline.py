@@ -71,8 +71,11 @@ def test_a_stuck_view_gets_504_its_stack_logged_and_its_thread_replaced(m0_serve
     for _ in range(4):
         assert get(server, "/fast").status == 200
     # The sampler publishes the executor's counters a few times a second.
-    found = server.wait_until(lambda: (lambda f: f if value(f, "m0_executor_deadlines_total", **POOL) else None)(
-        samples(port)), what="the deadline in /metrics")
+    def counted():
+        f = samples(port)
+        written_off = value(f, "m0_executor_threads_written_off_total", **POOL)
+        return f if value(f, "m0_executor_deadlines_total", **POOL) and written_off else None
+    found = server.wait_until(counted, what="the deadline and the write-off in /metrics")
     assert value(found, "m0_executor_deadlines_total", **POOL) == 1
     assert value(found, "m0_executor_threads_written_off_total", **POOL) == 1
     assert value(found, "m0_executor_threads", state="written_off", **POOL) == 1
