@@ -1,13 +1,15 @@
 """The installable SDK: `cmake --install` gives a prefix from which
-examples/hello-plugin (a frontend) and examples/single-reactor-scheduler (a
-scheduler) build out of tree with find_package(m0); m0 then lists the
-plugins, loads them and serves with them."""
+examples/hello-plugin (a frontend), examples/single-reactor-scheduler (a
+scheduler) and examples/condvar-pool-executor (an executor) build out of tree
+with find_package(m0); m0 then lists the plugins, loads them and serves with
+them (tests/python/test_wheel.py builds the three against the wheel's SDK)."""
 import glob
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -17,6 +19,8 @@ import m0test  # noqa: E402
 CMAKE = os.environ.get("M0_CMAKE", "cmake")
 EXAMPLE_DIR = os.path.join(m0test.SOURCE_DIR, "examples", "hello-plugin")
 SCHEDULER_EXAMPLE_DIR = os.path.join(m0test.SOURCE_DIR, "examples", "single-reactor-scheduler")
+EXECUTOR_EXAMPLE_DIR = os.path.join(m0test.SOURCE_DIR, "examples", "condvar-pool-executor")
+APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
 
 
 def run(cmd, **kwargs):
@@ -34,8 +38,10 @@ def sdk(tmp_path_factory):
 
     build = build_example(EXAMPLE_DIR, root / "hello-build", prefix)
     scheduler_build = build_example(SCHEDULER_EXAMPLE_DIR, root / "single-build", prefix)
+    executor_build = build_example(EXECUTOR_EXAMPLE_DIR, root / "condvar-build", prefix)
     return {"prefix": prefix, "build": build, "plugin": build / "m0-frontend-hello.so",
-            "scheduler_build": scheduler_build, "scheduler": scheduler_build / "m0-scheduler-single.so"}
+            "scheduler_build": scheduler_build, "scheduler": scheduler_build / "m0-scheduler-single.so",
+            "executor_build": executor_build, "executor": executor_build / "m0-executor-condvar.so"}
 
 
 def build_example(source, build, prefix):
@@ -157,3 +163,71 @@ def test_the_out_of_tree_scheduler_refuses_what_it_cannot_serve(sdk, tmp_path):
     r = m0test.run_m0("--config", str(config), "--listen", "127.0.0.1:0", "--threads", "2")
     assert r.returncode == 1
     assert "m0: cannot start: server.threads must be 1 with scheduler 'single', got 2" in r.stderr
+
+
+def condvar_config(sdk, threads=2):
+    return f"""
+plugins:
+  path: [{sdk['executor_build']}]
+executor:
+  type: condvar
+  condvar: {{threads: {threads}}}
+frontend: {{type: wsgi, app: "condvar_app:app", chdir: {APPS}}}
+"""
+
+
+def test_the_out_of_tree_executor_is_listed_and_checks_its_keys(sdk, tmp_path):
+    out = m0test.run_m0("plugins", env={"M0_PLUGIN_PATH": str(sdk["executor_build"])})
+    lines = [line for line in out.stdout.splitlines() if str(sdk["executor"]) in line]
+    assert len(lines) == 1 and lines[0].startswith("condvar\texecutor\t"), out.stdout
+    # Its keys are validated as m0's own are: every error, each at file:line:column.
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(condvar_config(sdk).replace("{threads: 2}", "{threads: 0, thread: 2}"))
+    r = m0test.run_m0("--check", "--config", str(bad))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"{bad}:6:22: executor.condvar.threads: expected an integer in 1..256, found '0'" in r.stderr, r.stderr
+    assert f"{bad}:6:25: executor.condvar.thread: unknown key 'thread' (did you mean 'threads'?)" in r.stderr, r.stderr
+
+
+def test_the_out_of_tree_executor_serves_wsgi_side_by_side_and_drains(sdk, m0_server, tmp_path):
+    server = m0_server(condvar_config(sdk), env={"VIRTUAL_ENV": sys.prefix})
+    assert "executor condvar" in server.output()
+    # Two requests are inside the view at once (each waits for the other),
+    # on two of the executor's threads.
+    answers = []
+    clients = [threading.Thread(target=lambda: answers.append(m0test.request(server.port, path="/meet", timeout=60)))
+               for _ in range(2)]
+    for c in clients:
+        c.start()
+    for c in clients:
+        c.join()
+    bodies = sorted(a.body.decode() for a in answers)
+    assert bodies == ["met on m0-condvar-0", "met on m0-condvar-1"], (bodies, server.output())
+    # A request in flight when the drain begins is answered, then m0 exits 0.
+    release = tmp_path / "release"
+    with server.open_request(f"/slow?release={release}") as s:
+        server.wait_for_log("slow view started on m0-condvar-")
+        server.send_signal(signal.SIGTERM)
+        server.wait_for_log("received SIGTERM, draining")
+        release.touch()
+        assert m0test.ResponseReader(s, timeout=30).read().body == b"slow done"
+        assert server.wait(timeout=30) == 0, server.output()
+    assert "open at drain 1, drained 1, force-closed 0" in server.output()
+
+
+def test_a_job_that_never_returns_does_not_hold_the_exit(sdk, m0_server):
+    server = m0_server(condvar_config(sdk), "--set", "server.drain_timeout=1s", env={"VIRTUAL_ENV": sys.prefix})
+    with server.open_request("/stuck") as stuck:
+        stuck_on = server.wait_for_log(re.compile(r"stuck view entered on (m0-condvar-\d)")).group(1)
+        # The other thread still serves.
+        other = m0test.request(server.port, path="/")
+        assert other.status == 200 and other.body.decode().startswith("m0-condvar-")
+        assert other.body.decode() != stuck_on
+        server.send_signal(signal.SIGTERM)
+        # The drain ends at its deadline, stop(grace) leaves the thread inside
+        # the view, and the process exits 0 without waiting for it.
+        assert server.wait(timeout=30) == 0, server.output()
+        assert m0test.recv_until_closed(stuck) == b""  # cut, not answered
+    out = server.output()
+    assert "condvar: 1 thread(s) still inside a job at shutdown; left running" in out, out
+    assert "stopped, leaving 1 thread(s) inside application code" in out, out
