@@ -5,57 +5,33 @@ with find_package(m0); m0 then lists the plugins, loads them and serves with
 them (tests/python/test_wheel.py builds the three against the wheel's SDK)."""
 import glob
 import os
+import pathlib
 import re
 import signal
-import subprocess
 import sys
-import threading
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import m0test  # noqa: E402
+from support.sdk_examples import SINGLE, build_example, condvar_config, meet_side_by_side, run  # noqa: E402
 
 CMAKE = os.environ.get("M0_CMAKE", "cmake")
-EXAMPLE_DIR = os.path.join(m0test.SOURCE_DIR, "examples", "hello-plugin")
-SCHEDULER_EXAMPLE_DIR = os.path.join(m0test.SOURCE_DIR, "examples", "single-reactor-scheduler")
-EXECUTOR_EXAMPLE_DIR = os.path.join(m0test.SOURCE_DIR, "examples", "condvar-pool-executor")
-APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
-
-
-def run(cmd, **kwargs):
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kwargs)
-    assert proc.returncode == 0, f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-    return proc
 
 
 @pytest.fixture(scope="module")
 def sdk(tmp_path_factory):
-    """Installs the SDK into a fresh prefix and builds the example against it."""
+    """Installs the SDK into a fresh prefix and builds the examples against it."""
     root = tmp_path_factory.mktemp("sdk")
     prefix = root / "prefix"
     run([CMAKE, "--install", m0test.BUILD_DIR, "--prefix", str(prefix)])
-
-    build = build_example(EXAMPLE_DIR, root / "hello-build", prefix)
-    scheduler_build = build_example(SCHEDULER_EXAMPLE_DIR, root / "single-build", prefix)
-    executor_build = build_example(EXECUTOR_EXAMPLE_DIR, root / "condvar-build", prefix)
-    return {"prefix": prefix, "build": build, "plugin": build / "m0-frontend-hello.so",
-            "scheduler_build": scheduler_build, "scheduler": scheduler_build / "m0-scheduler-single.so",
-            "executor_build": executor_build, "executor": executor_build / "m0-executor-condvar.so"}
-
-
-def build_example(source, build, prefix):
-    configure = [CMAKE, "-S", source, "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={prefix}"]
-    # The same compiler as m0, or the loader refuses the build signature.
-    if os.environ.get("M0_CXX_COMPILER"):
-        configure.append(f"-DCMAKE_CXX_COMPILER={os.environ['M0_CXX_COMPILER']}")
-    if os.environ.get("M0_CMAKE_GENERATOR"):
-        configure += ["-G", os.environ["M0_CMAKE_GENERATOR"]]
-    if os.environ.get("M0_CMAKE_MAKE_PROGRAM"):
-        configure.append(f"-DCMAKE_MAKE_PROGRAM={os.environ['M0_CMAKE_MAKE_PROGRAM']}")
-    run(configure)
-    run([CMAKE, "--build", str(build)])
-    return build
+    built = {}
+    for name in ("hello", "single", "condvar"):
+        plugin = build_example(name, root / f"{name}-build", prefix)
+        built[name] = (root / f"{name}-build", pathlib.Path(plugin))
+    return {"prefix": prefix, "build": built["hello"][0], "plugin": built["hello"][1],
+            "scheduler_build": built["single"][0], "scheduler": built["single"][1],
+            "executor_build": built["condvar"][0], "executor": built["condvar"][1]}
 
 
 def test_sdk_installs_headers_library_and_package(sdk):
@@ -123,19 +99,6 @@ def test_body_defaults_when_not_configured(sdk):
     assert resp.body == b"Hello from a plugin!\n"
 
 
-SINGLE = """
-server:
-  threads: 1
-scheduler:
-  type: single
-frontend:
-  type: http
-  routes:
-    - {path: /hello, body: "Hello, World!"}
-    - {path: /slow, body: "slow done", delay: 500ms}
-"""
-
-
 def test_the_out_of_tree_scheduler_is_listed_serves_and_drains(sdk):
     out = m0test.run_m0("plugins", env={"M0_PLUGIN_PATH": str(sdk["scheduler_build"])})
     lines = [line for line in out.stdout.splitlines() if str(sdk["scheduler"]) in line]
@@ -165,24 +128,13 @@ def test_the_out_of_tree_scheduler_refuses_what_it_cannot_serve(sdk, tmp_path):
     assert "m0: cannot start: server.threads must be 1 with scheduler 'single', got 2" in r.stderr
 
 
-def condvar_config(sdk, threads=2):
-    return f"""
-plugins:
-  path: [{sdk['executor_build']}]
-executor:
-  type: condvar
-  condvar: {{threads: {threads}}}
-frontend: {{type: wsgi, app: "condvar_app:app", chdir: {APPS}}}
-"""
-
-
 def test_the_out_of_tree_executor_is_listed_and_checks_its_keys(sdk, tmp_path):
     out = m0test.run_m0("plugins", env={"M0_PLUGIN_PATH": str(sdk["executor_build"])})
     lines = [line for line in out.stdout.splitlines() if str(sdk["executor"]) in line]
     assert len(lines) == 1 and lines[0].startswith("condvar\texecutor\t"), out.stdout
     # Its keys are validated as m0's own are: every error, each at file:line:column.
     bad = tmp_path / "bad.yaml"
-    bad.write_text(condvar_config(sdk).replace("{threads: 2}", "{threads: 0, thread: 2}"))
+    bad.write_text(condvar_config(sdk["executor_build"]).replace("{threads: 2}", "{threads: 0, thread: 2}"))
     r = m0test.run_m0("--check", "--config", str(bad))
     assert r.returncode == 2, r.stdout + r.stderr
     assert f"{bad}:6:22: executor.condvar.threads: expected an integer in 1..256, found '0'" in r.stderr, r.stderr
@@ -190,18 +142,11 @@ def test_the_out_of_tree_executor_is_listed_and_checks_its_keys(sdk, tmp_path):
 
 
 def test_the_out_of_tree_executor_serves_wsgi_side_by_side_and_drains(sdk, m0_server, tmp_path):
-    server = m0_server(condvar_config(sdk), env={"VIRTUAL_ENV": sys.prefix})
+    server = m0_server(condvar_config(sdk["executor_build"]), env={"VIRTUAL_ENV": sys.prefix})
     assert "executor condvar" in server.output()
     # Two requests are inside the view at once (each waits for the other),
     # on two of the executor's threads.
-    answers = []
-    clients = [threading.Thread(target=lambda: answers.append(m0test.request(server.port, path="/meet", timeout=60)))
-               for _ in range(2)]
-    for c in clients:
-        c.start()
-    for c in clients:
-        c.join()
-    bodies = sorted(a.body.decode() for a in answers)
+    bodies = meet_side_by_side(server.port)
     assert bodies == ["met on m0-condvar-0", "met on m0-condvar-1"], (bodies, server.output())
     # A request in flight when the drain begins is answered, then m0 exits 0.
     release = tmp_path / "release"
@@ -216,7 +161,7 @@ def test_the_out_of_tree_executor_serves_wsgi_side_by_side_and_drains(sdk, m0_se
 
 
 def test_a_job_that_never_returns_does_not_hold_the_exit(sdk, m0_server):
-    server = m0_server(condvar_config(sdk), "--set", "server.drain_timeout=1s", env={"VIRTUAL_ENV": sys.prefix})
+    server = m0_server(condvar_config(sdk["executor_build"]), "--set", "server.drain_timeout=1s", env={"VIRTUAL_ENV": sys.prefix})
     with server.open_request("/stuck") as stuck:
         stuck_on = server.wait_for_log(re.compile(r"stuck view entered on (m0-condvar-\d)")).group(1)
         # The other thread still serves.
