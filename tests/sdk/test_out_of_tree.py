@@ -9,6 +9,7 @@ import pathlib
 import re
 import signal
 import sys
+import urllib.request
 
 import pytest
 
@@ -17,6 +18,11 @@ import m0test  # noqa: E402
 from support.sdk_examples import SINGLE, build_example, condvar_config, meet_side_by_side, run  # noqa: E402
 
 CMAKE = os.environ.get("M0_CMAKE", "cmake")
+
+
+def scrape(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=m0test.scaled(10)) as r:
+        return r.read().decode()
 
 
 @pytest.fixture(scope="module")
@@ -142,12 +148,23 @@ def test_the_out_of_tree_executor_is_listed_and_checks_its_keys(sdk, tmp_path):
 
 
 def test_the_out_of_tree_executor_serves_wsgi_side_by_side_and_drains(sdk, m0_server, tmp_path):
-    server = m0_server(condvar_config(sdk["executor_build"]), env={"VIRTUAL_ENV": sys.prefix})
+    config = condvar_config(sdk["executor_build"]) + 'metrics: {listen: "127.0.0.1:0"}\n'
+    server = m0_server(config, env={"VIRTUAL_ENV": sys.prefix})
     assert "executor condvar" in server.output()
     # Two requests are inside the view at once (each waits for the other),
     # on two of the executor's threads.
     bodies = meet_side_by_side(server.port)
     assert bodies == ["met on m0-condvar-0", "met on m0-condvar-1"], (bodies, server.output())
+    # Its stats() are the executor series of /metrics.
+    metrics = int(server.wait_for_log(re.compile(r"metrics: /metrics and /status\.json on http://127\.0\.0\.1:(\d+)"))
+                  .group(1))
+    labels = 'executor="default",type="condvar"'
+    server.wait_until(lambda: f"m0_executor_jobs_done_total{{{labels}}} 2\n" in scrape(metrics),
+                      what="two condvar jobs done in /metrics")
+    text = scrape(metrics)
+    for series in (f'm0_executor_threads{{{labels},state="busy"}} 0', f"m0_executor_queue_depth{{{labels}}} 0",
+                   f"m0_executor_queue_wait_seconds_count{{{labels}}} 2"):
+        assert series + "\n" in text, text
     # A request in flight when the drain begins is answered, then m0 exits 0.
     release = tmp_path / "release"
     with server.open_request(f"/slow?release={release}") as s:
