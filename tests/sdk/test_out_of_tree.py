@@ -145,6 +145,13 @@ def test_the_out_of_tree_executor_is_listed_and_checks_its_keys(sdk, tmp_path):
     assert r.returncode == 2, r.stdout + r.stderr
     assert f"{bad}:6:22: executor.condvar.threads: expected an integer in 1..256, found '0'" in r.stderr, r.stderr
     assert f"{bad}:6:25: executor.condvar.thread: unknown key 'thread' (did you mean 'threads'?)" in r.stderr, r.stderr
+    # Its keys without `executor.type: condvar` are an error: WSGI's default is `pool`.
+    untyped = tmp_path / "untyped.yaml"
+    untyped.write_text(condvar_config(sdk["executor_build"]).replace("  type: condvar\n", ""))
+    r = m0test.run_m0("--check", "--config", str(untyped))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert (f"{untyped}:5:3: executor.condvar: settings for executor 'condvar' but the effective executor is 'pool' "
+            "(the frontend's default); set executor.type: condvar to run on it") in r.stderr, r.stderr
 
 
 def test_the_out_of_tree_executor_serves_wsgi_side_by_side_and_drains(sdk, m0_server, tmp_path):
