@@ -4,7 +4,9 @@ user's own Python. One wheel, built by scripts/wheel for M0_WHEEL_PYTHON
 fresh venv of that interpreter with Django, Flask and FastAPI from PyPI, and serves
 as the source build does: `m0 --app`, `m0 --config`, `python -m m0`,
 `--workers 2` with a SIGHUP reload under load, a SIGTERM drain; bad input gets the
-source build's messages; examples/hello-plugin builds against the wheel's SDK."""
+source build's messages; the example plugins (examples/hello-plugin,
+single-reactor-scheduler, condvar-pool-executor) build against the wheel's
+SDK and serve from it."""
 import contextlib
 import json
 import os
@@ -22,10 +24,10 @@ from websockets.sync.client import connect
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import m0test  # noqa: E402
+from support.sdk_examples import SINGLE, build_example, condvar_config, meet_side_by_side  # noqa: E402
 from support.sse_stream import StreamReader  # noqa: E402
 
 PYTHON = os.environ.get("M0_WHEEL_PYTHON", "/usr/bin/python3.11")
-CMAKE = os.environ.get("M0_CMAKE", "cmake")
 # A venv made by the harness: the hosted m0 must not be pointed elsewhere.
 ENV = {"VIRTUAL_ENV": "", "M0_PLUGIN_PATH": ""}
 
@@ -408,31 +410,51 @@ def test_pip_refuses_a_wheel_for_another_python(venv, wheel, tmp_path):
     assert "is not a supported wheel on this platform" in out.stderr, out.stderr
 
 
-def test_hello_plugin_builds_against_the_wheel_sdk(m0_server, venv, tmp_path):
+@pytest.fixture(scope="module")
+def wheel_sdk(venv, tmp_path_factory):
+    """The example plugins built against the SDK inside the wheel (`m0 sdk`)."""
     sdk = m0test.run_m0("sdk", "--prefix", program=venv["m0"], env=ENV)
     assert sdk.returncode == 0, sdk.stderr
     prefix = sdk.stdout.strip()
     cmake_dir = m0test.run_m0("sdk", "--cmake-dir", program=venv["m0"], env=ENV).stdout.strip()
     assert os.path.isfile(os.path.join(cmake_dir, "m0Config.cmake")), cmake_dir
-    build = tmp_path / "hello"
-    configure = [CMAKE, "-S", os.path.join(m0test.SOURCE_DIR, "examples", "hello-plugin"), "-B", build,
-                 "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={prefix}"]
-    if os.environ.get("M0_CXX_COMPILER"):
-        configure.append(f"-DCMAKE_CXX_COMPILER={os.environ['M0_CXX_COMPILER']}")
-    run(configure)
-    run([CMAKE, "--build", build])
+    root = tmp_path_factory.mktemp("wheel-sdk")
+    builds = {}
+    for name in ("hello", "single", "condvar"):
+        build_example(name, root / name, prefix)
+        builds[name] = root / name
+        # find_package(m0) found the wheel's package.
+        assert f"m0_DIR:PATH={cmake_dir}" in (root / name / "CMakeCache.txt").read_text()
+    return builds
+
+
+def test_hello_plugin_builds_against_the_wheel_sdk(m0_server, venv, wheel_sdk):
+    build = wheel_sdk["hello"]
     # The wheel's own command is named with the core's when one is mistyped.
     bogus = m0test.run_m0("sdkk", program=venv["m0"], env=ENV)
     assert bogus.returncode == 2
     assert "(did you mean 'sdk'?): the commands are 'plugins' and 'sdk'" in bogus.stderr, bogus.stderr
-    cache = (build / "CMakeCache.txt").read_text()
-    assert f"m0_DIR:PATH={cmake_dir}" in cache
     listed = m0test.run_m0("plugins", program=venv["m0"], env={**ENV, "M0_PLUGIN_PATH": str(build)})
     line = [x for x in listed.stdout.splitlines() if "m0-frontend-hello.so" in x]
     assert len(line) == 1 and line[0].startswith("hello\tfrontend\t"), listed.stdout
     server = m0_server(f"plugins:\n  path: [{build}]\nfrontend:\n  type: hello\n", program=venv["m0"], env=ENV)
     resp = m0test.request(server.port, "GET", "/")
     assert resp.status == 200 and resp.body == b"Hello from a plugin!\n", server.output()
+    assert server.stop(signal.SIGTERM) == 0, server.output()
+
+
+def test_the_example_scheduler_builds_against_the_wheel_sdk(m0_server, venv, wheel_sdk):
+    server = m0_server(f"plugins:\n  path: [{wheel_sdk['single']}]\n" + SINGLE, program=venv["m0"], env=ENV)
+    assert "(scheduler single)" in server.output()
+    assert m0test.request(server.port, "GET", "/hello").body == b"Hello, World!", server.output()
+    assert server.stop(signal.SIGTERM) == 0, server.output()
+
+
+def test_the_example_executor_builds_against_the_wheel_sdk_and_serves_wsgi(m0_server, venv, wheel_sdk):
+    # The hosted m0 runs the app in the venv's Python, on the condvar threads.
+    server = m0_server(condvar_config(wheel_sdk["condvar"]), program=venv["m0"], env=ENV)
+    assert "executor condvar" in server.output()
+    assert meet_side_by_side(server.port) == ["met on m0-condvar-0", "met on m0-condvar-1"], server.output()
     assert server.stop(signal.SIGTERM) == 0, server.output()
 
 

@@ -1,55 +1,43 @@
 """The installable SDK: `cmake --install` gives a prefix from which
-examples/hello-plugin (a frontend) and examples/single-reactor-scheduler (a
-scheduler) build out of tree with find_package(m0); m0 then lists the
-plugins, loads them and serves with them."""
+examples/hello-plugin (a frontend), examples/single-reactor-scheduler (a
+scheduler) and examples/condvar-pool-executor (an executor) build out of tree
+with find_package(m0); m0 then lists the plugins, loads them and serves with
+them (tests/python/test_wheel.py builds the three against the wheel's SDK)."""
 import glob
 import os
+import pathlib
 import re
 import signal
-import subprocess
 import sys
+import urllib.request
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import m0test  # noqa: E402
+from support.sdk_examples import SINGLE, build_example, condvar_config, meet_side_by_side, run  # noqa: E402
 
 CMAKE = os.environ.get("M0_CMAKE", "cmake")
-EXAMPLE_DIR = os.path.join(m0test.SOURCE_DIR, "examples", "hello-plugin")
-SCHEDULER_EXAMPLE_DIR = os.path.join(m0test.SOURCE_DIR, "examples", "single-reactor-scheduler")
 
 
-def run(cmd, **kwargs):
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kwargs)
-    assert proc.returncode == 0, f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-    return proc
+def scrape(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=m0test.scaled(10)) as r:
+        return r.read().decode()
 
 
 @pytest.fixture(scope="module")
 def sdk(tmp_path_factory):
-    """Installs the SDK into a fresh prefix and builds the example against it."""
+    """Installs the SDK into a fresh prefix and builds the examples against it."""
     root = tmp_path_factory.mktemp("sdk")
     prefix = root / "prefix"
     run([CMAKE, "--install", m0test.BUILD_DIR, "--prefix", str(prefix)])
-
-    build = build_example(EXAMPLE_DIR, root / "hello-build", prefix)
-    scheduler_build = build_example(SCHEDULER_EXAMPLE_DIR, root / "single-build", prefix)
-    return {"prefix": prefix, "build": build, "plugin": build / "m0-frontend-hello.so",
-            "scheduler_build": scheduler_build, "scheduler": scheduler_build / "m0-scheduler-single.so"}
-
-
-def build_example(source, build, prefix):
-    configure = [CMAKE, "-S", source, "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={prefix}"]
-    # The same compiler as m0, or the loader refuses the build signature.
-    if os.environ.get("M0_CXX_COMPILER"):
-        configure.append(f"-DCMAKE_CXX_COMPILER={os.environ['M0_CXX_COMPILER']}")
-    if os.environ.get("M0_CMAKE_GENERATOR"):
-        configure += ["-G", os.environ["M0_CMAKE_GENERATOR"]]
-    if os.environ.get("M0_CMAKE_MAKE_PROGRAM"):
-        configure.append(f"-DCMAKE_MAKE_PROGRAM={os.environ['M0_CMAKE_MAKE_PROGRAM']}")
-    run(configure)
-    run([CMAKE, "--build", str(build)])
-    return build
+    built = {}
+    for name in ("hello", "single", "condvar"):
+        plugin = build_example(name, root / f"{name}-build", prefix)
+        built[name] = (root / f"{name}-build", pathlib.Path(plugin))
+    return {"prefix": prefix, "build": built["hello"][0], "plugin": built["hello"][1],
+            "scheduler_build": built["single"][0], "scheduler": built["single"][1],
+            "executor_build": built["condvar"][0], "executor": built["condvar"][1]}
 
 
 def test_sdk_installs_headers_library_and_package(sdk):
@@ -117,19 +105,6 @@ def test_body_defaults_when_not_configured(sdk):
     assert resp.body == b"Hello from a plugin!\n"
 
 
-SINGLE = """
-server:
-  threads: 1
-scheduler:
-  type: single
-frontend:
-  type: http
-  routes:
-    - {path: /hello, body: "Hello, World!"}
-    - {path: /slow, body: "slow done", delay: 500ms}
-"""
-
-
 def test_the_out_of_tree_scheduler_is_listed_serves_and_drains(sdk):
     out = m0test.run_m0("plugins", env={"M0_PLUGIN_PATH": str(sdk["scheduler_build"])})
     lines = [line for line in out.stdout.splitlines() if str(sdk["scheduler"]) in line]
@@ -157,3 +132,71 @@ def test_the_out_of_tree_scheduler_refuses_what_it_cannot_serve(sdk, tmp_path):
     r = m0test.run_m0("--config", str(config), "--listen", "127.0.0.1:0", "--threads", "2")
     assert r.returncode == 1
     assert "m0: cannot start: server.threads must be 1 with scheduler 'single', got 2" in r.stderr
+
+
+def test_the_out_of_tree_executor_is_listed_and_checks_its_keys(sdk, tmp_path):
+    out = m0test.run_m0("plugins", env={"M0_PLUGIN_PATH": str(sdk["executor_build"])})
+    lines = [line for line in out.stdout.splitlines() if str(sdk["executor"]) in line]
+    assert len(lines) == 1 and lines[0].startswith("condvar\texecutor\t"), out.stdout
+    # Its keys are validated as m0's own are: every error, each at file:line:column.
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(condvar_config(sdk["executor_build"]).replace("{threads: 2}", "{threads: 0, thread: 2}"))
+    r = m0test.run_m0("--check", "--config", str(bad))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"{bad}:6:22: executor.condvar.threads: expected an integer in 1..256, found '0'" in r.stderr, r.stderr
+    assert f"{bad}:6:25: executor.condvar.thread: unknown key 'thread' (did you mean 'threads'?)" in r.stderr, r.stderr
+    # Its keys without `executor.type: condvar` are an error: WSGI's default is `pool`.
+    untyped = tmp_path / "untyped.yaml"
+    untyped.write_text(condvar_config(sdk["executor_build"]).replace("  type: condvar\n", ""))
+    r = m0test.run_m0("--check", "--config", str(untyped))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert (f"{untyped}:5:3: executor.condvar: settings for executor 'condvar' but the effective executor is 'pool' "
+            "(the frontend's default); set executor.type: condvar to run on it") in r.stderr, r.stderr
+
+
+def test_the_out_of_tree_executor_serves_wsgi_side_by_side_and_drains(sdk, m0_server, tmp_path):
+    config = condvar_config(sdk["executor_build"]) + 'metrics: {listen: "127.0.0.1:0"}\n'
+    server = m0_server(config, env={"VIRTUAL_ENV": sys.prefix})
+    assert "executor condvar" in server.output()
+    # Two requests are inside the view at once (each waits for the other),
+    # on two of the executor's threads.
+    bodies = meet_side_by_side(server.port)
+    assert bodies == ["met on m0-condvar-0", "met on m0-condvar-1"], (bodies, server.output())
+    # Its stats() are the executor series of /metrics.
+    metrics = int(server.wait_for_log(re.compile(r"metrics: /metrics and /status\.json on http://127\.0\.0\.1:(\d+)"))
+                  .group(1))
+    labels = 'executor="default",type="condvar"'
+    server.wait_until(lambda: f"m0_executor_jobs_done_total{{{labels}}} 2\n" in scrape(metrics),
+                      what="two condvar jobs done in /metrics")
+    text = scrape(metrics)
+    for series in (f'm0_executor_threads{{{labels},state="busy"}} 0', f"m0_executor_queue_depth{{{labels}}} 0",
+                   f"m0_executor_queue_wait_seconds_count{{{labels}}} 2"):
+        assert series + "\n" in text, text
+    # A request in flight when the drain begins is answered, then m0 exits 0.
+    release = tmp_path / "release"
+    with server.open_request(f"/slow?release={release}") as s:
+        server.wait_for_log("slow view started on m0-condvar-")
+        server.send_signal(signal.SIGTERM)
+        server.wait_for_log("received SIGTERM, draining")
+        release.touch()
+        assert m0test.ResponseReader(s, timeout=30).read().body == b"slow done"
+        assert server.wait(timeout=30) == 0, server.output()
+    assert "open at drain 1, drained 1, force-closed 0" in server.output()
+
+
+def test_a_job_that_never_returns_does_not_hold_the_exit(sdk, m0_server):
+    server = m0_server(condvar_config(sdk["executor_build"]), "--set", "server.drain_timeout=1s", env={"VIRTUAL_ENV": sys.prefix})
+    with server.open_request("/stuck") as stuck:
+        stuck_on = server.wait_for_log(re.compile(r"stuck view entered on (m0-condvar-\d)")).group(1)
+        # The other thread still serves.
+        other = m0test.request(server.port, path="/")
+        assert other.status == 200 and other.body.decode().startswith("m0-condvar-")
+        assert other.body.decode() != stuck_on
+        server.send_signal(signal.SIGTERM)
+        # The drain ends at its deadline, stop(grace) leaves the thread inside
+        # the view, and the process exits 0 without waiting for it.
+        assert server.wait(timeout=30) == 0, server.output()
+        assert m0test.recv_until_closed(stuck) == b""  # cut, not answered
+    out = server.output()
+    assert "condvar: 1 thread(s) still inside a job at shutdown; left running" in out, out
+    assert "stopped, leaving 1 thread(s) inside application code" in out, out

@@ -2,7 +2,9 @@
 // inline executor, the ring-based pool, and a test-only asynchronous one
 // (an event-loop shape: jobs that finish later, a reactor → job path). Built
 // a second time with M0_CONTRACT_ASYNCIO for the asyncio executor, which
-// needs an interpreter.
+// needs an interpreter, and a third with M0_CONTRACT_CONDVAR for the
+// out-of-tree example examples/condvar-pool-executor, whose one source file
+// is compiled into the test.
 #define BOOST_TEST_MODULE executor_contract
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -22,6 +24,9 @@
 
 #include "asyncio_executor.hpp"
 #endif
+#ifdef M0_CONTRACT_CONDVAR
+#include "condvar_executor.cpp"
+#endif
 
 using namespace std::chrono_literals;
 using m0::test::make_deferred_job;
@@ -31,10 +36,14 @@ namespace bdata = boost::unit_test::data;
 
 namespace {
 
-enum class kind { inline_, pool, async, asyncio };
+enum class kind { inline_, pool, async, asyncio, condvar };
 
 std::ostream& operator<<(std::ostream& os, kind k) {
-    return os << (k == kind::inline_ ? "inline" : k == kind::pool ? "pool" : k == kind::async ? "async" : "asyncio");
+    return os << (k == kind::inline_  ? "inline"
+                  : k == kind::pool    ? "pool"
+                  : k == kind::async   ? "async"
+                  : k == kind::condvar ? "condvar"
+                                       : "asyncio");
 }
 
 std::unique_ptr<m0::executor> make(kind k) {
@@ -52,6 +61,12 @@ std::unique_ptr<m0::executor> make(kind k) {
 #else
         break;
 #endif
+    case kind::condvar:
+#ifdef M0_CONTRACT_CONDVAR
+        return std::make_unique<condvar_executor>(2);
+#else
+        break;
+#endif
     }
     return std::make_unique<m0::test::async_test_executor>();
 }
@@ -62,6 +77,8 @@ struct interpreter {
 };
 BOOST_TEST_GLOBAL_FIXTURE(interpreter);
 const auto all_kinds = bdata::make({kind::asyncio});
+#elif defined(M0_CONTRACT_CONDVAR)
+const auto all_kinds = bdata::make({kind::condvar});
 #else
 const auto all_kinds = bdata::make({kind::inline_, kind::pool, kind::async});
 #endif
@@ -156,7 +173,7 @@ BOOST_DATA_TEST_CASE(the_reactor_reaches_a_running_job_in_order, all_kinds, k) {
         },
         [&](bool) { completed = true; }));
     const bool offered = reactor.lane->post_fn_to_job([] {});
-    if (k == kind::pool) {
+    if (k == kind::pool || k == kind::condvar) {  // blocking pools
         BOOST_TEST(!offered);
         BOOST_REQUIRE(reactor.run_until([&] { return port.load() != nullptr; }, 10s));
         port.load()->finish();
@@ -245,10 +262,17 @@ BOOST_DATA_TEST_CASE(a_reactor_may_leave_the_moment_its_last_job_completes, all_
 #ifndef M0_CONTRACT_ASYNCIO
 // stop(grace) leaves a thread stuck in a job behind instead of waiting for
 // it, and says how many; the executor stays usable for that thread.
+#ifdef M0_CONTRACT_CONDVAR
+BOOST_AUTO_TEST_CASE(condvar_stop_leaves_a_stuck_thread_after_the_grace) {
+    // Destroyed before the thread returns: the thread keeps what it uses.
+    auto owned = std::make_unique<condvar_executor>(2);
+    auto& ex = *owned;
+#else
 BOOST_AUTO_TEST_CASE(pool_stop_leaves_a_stuck_thread_after_the_grace) {
     m0::pool::pool_options o;
     o.threads = o.max_threads = 2;
     m0::pool::pool_executor ex(o);
+#endif
     auto reactor = std::make_unique<test_reactor>(ex);
     ex.start();
     std::promise<void> entered;
@@ -268,6 +292,9 @@ BOOST_AUTO_TEST_CASE(pool_stop_leaves_a_stuck_thread_after_the_grace) {
     // leak checker does not count it.)
     static std::vector<std::unique_ptr<test_reactor>> abandoned;
     abandoned.push_back(std::move(reactor));
+#ifdef M0_CONTRACT_CONDVAR
+    owned.reset();  // the executor object goes before its stuck thread returns
+#endif
     release->set_value();
 }
 #endif
