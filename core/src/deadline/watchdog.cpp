@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include <m0/log.hpp>
+#include <m0/recycling_allocator.hpp>
 
 namespace m0::deadline {
 
@@ -137,7 +138,6 @@ void watchdog::look(std::chrono::steady_clock::time_point now_tp) {
 }
 
 void watchdog::expire(const std::shared_ptr<call>& c, std::int64_t now) {
-    c->expired_at_ns_ = now;
     auto& counts = counts_of(c->executor_);
     counts.hit.fetch_add(1, std::memory_order_relaxed);
     // Where it is stuck, before anything else changes: outside the call's
@@ -171,6 +171,9 @@ void watchdog::expire(const std::shared_ptr<call>& c, std::int64_t now) {
     line += report.where.empty() ? "; where it was stuck is not known" : "; it was stuck at:\n" + report.where;
     log::warning(line);
     std::weak_ptr<call> weak = c;
+    // The graces for the reactor's answer and for the app's stop count from
+    // here: the report above may have waited for the GIL.
+    c->expired_at_ns_ = call::now_ns();
     if (!c->reactor_->post([weak] {
             if (auto self = weak.lock()) {
                 self->answered_for_app();
@@ -204,6 +207,12 @@ call::call(watchdog& dog, std::size_t executor, std::string_view mount, std::chr
            std::function<void()> answer)
     : dog_(dog), executor_(executor), mount_(mount), ex_(std::move(ex)), reactor_(std::move(reactor)),
       what_(std::move(what)), answer_(std::move(answer)), timeout_ns_(timeout.count()) {}
+
+call::~call() {
+    if (!ex_ || std::this_thread::get_id() == reactor_thread_) return;
+    // If the reactor is gone (the process stops) it is released here.
+    reactor_->post([ex = std::move(ex_)] {});
+}
 
 void call::started(std::function<stuck_report()> where, std::function<void()> stop) {
     where_ = std::move(where);
@@ -269,7 +278,10 @@ void call::answer() {
 
 std::shared_ptr<request_deadline> mount_deadlines::watch(http::exchange_ptr ex) {
     if (!dog_ || timeout_.count() <= 0) return nullptr;
-    return std::make_shared<call>(*dog_, executor_, mount_, timeout_, std::move(ex), reactor_);
+    // One per application call, made and (mostly) freed on the reactor: from
+    // its free list, not malloc.
+    return std::allocate_shared<call>(recycling_allocator<call>{}, *dog_, executor_, mount_, timeout_, std::move(ex),
+                                      reactor_);
 }
 
 std::shared_ptr<request_deadline> mount_deadlines::watch_call(std::string what, std::function<void()> answer) {

@@ -113,6 +113,9 @@ public:
     call(watchdog& dog, std::size_t executor, std::string_view mount, std::chrono::nanoseconds timeout,
          http::exchange_ptr ex, std::shared_ptr<reactor_handle> reactor, std::string what = {},
          std::function<void()> answer = nullptr);
+    // The exchange is let go on the reactor that made the call: a call the
+    // watchdog drops last must not run the exchange's destructor on its thread.
+    ~call() override;
 
     void started(std::function<stuck_report()> where, std::function<void()> stop) override;
     void produced(bool head) noexcept override;
@@ -132,8 +135,9 @@ private:
     watchdog& dog_;
     const std::size_t executor_;
     const std::string_view mount_;  // the mount's prefix, owned by the deployment
-    const http::exchange_ptr ex_;
+    http::exchange_ptr ex_;  // reactor-thread object: released there (~call)
     const std::shared_ptr<reactor_handle> reactor_;
+    const std::thread::id reactor_thread_ = std::this_thread::get_id();  // made by watch() on the reactor
     const std::string what_;
     const std::function<void()> answer_;
 
