@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -17,6 +18,32 @@
 #include "server/supervisor.hpp"
 
 namespace m0 {
+namespace {
+
+// --reload's watch: the directories the apps are imported from (each
+// frontend's chdir, or the current directory) unless --reload-dir says,
+// and the config file.
+reload_watch_options reload_watch_for(const deployment& d, const run_options& options) {
+    namespace fs = std::filesystem;
+    reload_watch_options w = options.reload_watch;
+    if (w.dirs.empty()) {
+        const config_node root = d.doc.root();
+        std::vector<config_node> frontends = {root.child("frontend")};
+        if (root.child("mounts").is_sequence())
+            for (const auto& m : root.child("mounts").items()) frontends.push_back(m.child("frontend"));
+        for (const auto& f : frontends) {
+            if (!f.is_map() || !f.has("chdir")) continue;
+            const auto dir = f.child("chdir").as_string();
+            const std::string base = f.base_dir();
+            w.dirs.push_back(fs::path(dir).is_absolute() || base.empty() ? dir : (fs::path(base) / dir).string());
+        }
+        if (w.dirs.empty()) w.dirs.push_back(fs::current_path().string());
+    }
+    if (!options.config_file.empty()) w.files.push_back(options.config_file);
+    return w;
+}
+
+}  // namespace
 
 int run_prefork(deployment& d, const run_options& options, std::vector<inherited_socket> inherited,
                 std::vector<pid_t> previous) {
@@ -28,6 +55,20 @@ int run_prefork(deployment& d, const run_options& options, std::vector<inherited
                      " and fork() would not copy them\n";
         if (!previous.empty()) return keep_previous_workers(std::move(previous));
         return 1;
+    }
+    // Before any socket opens, so the watcher holds none.
+    int reload_fd = -1;
+    if (options.reload) {
+        const reload_watch_options watch = reload_watch_for(d, options);
+        reload_fd = start_reload_watcher(watch);
+        if (reload_fd < 0) {
+            std::cerr << "m0: cannot start: --reload: cannot start the file watcher\n";
+            return 1;
+        }
+        // Once, not again at each reload (the re-exec'd m0 has `previous`).
+        if (previous.empty())
+            log::info("reload: watching " + describe_reload_watch(watch) +
+                      "; reload mode is for development: each change restarts the worker processes");
     }
     std::vector<boost::asio::ip::tcp::endpoint> addresses;
     for (const auto& l : d.cfg.listen) addresses.push_back(l.endpoint);
@@ -92,6 +133,8 @@ int run_prefork(deployment& d, const run_options& options, std::vector<inherited
         }
         // Not this process's to remove.
         (void)pid.release();
+        // The watcher exits once the supervisor's end closes: none here.
+        if (reload_fd >= 0) ::close(reload_fd);
         d.composed->after_fork_child();
     };
     hooks.open_slot = [&](unsigned slot) { sockets->open_slot(slot); };
