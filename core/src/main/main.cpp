@@ -38,7 +38,7 @@ constexpr const char* usage_head =
 constexpr const char* usage_tail =
     "\n"
     "Every YAML key can be overridden: --set server.threads=4, --set 'server.listen=[\"[::1]:8080\"]'.\n"
-    "--listen, --bind and --host/--port together give server.listen (each replaces the YAML's list).\n"
+    "--listen, --bind, --uds and --host/--port together give server.listen (each replaces the YAML's list).\n"
     "Every option but --help, --version and --check can be given as an environment variable: M0_ and its\n"
     "name in capitals, '-' as '_' (M0_WORKERS=4, M0_APP=main:app, M0_RELOAD=1); a repeatable one holds one\n"
     "value per line or values separated by ';' (M0_LISTEN='0.0.0.0:80;[::]:80'); M0_SET one per line only.\n"
@@ -106,7 +106,7 @@ std::string host_port(const std::string& host, unsigned port) {
 // server.listen from --listen, --bind and --host/--port, all from the
 // command line if any is given there, else from the environment.
 std::optional<std::string> listen_list(const option_sources& o, std::string& source) {
-    const std::vector<std::string> names = {"listen", "bind", "host", "port"};
+    const std::vector<std::string> names = {"listen", "bind", "uds", "host", "port"};
     const po::variables_map* from = nullptr;
     for (const auto* vm : {&o.cli, &o.env})
         for (const auto& n : names)
@@ -119,6 +119,10 @@ std::optional<std::string> listen_list(const option_sources& o, std::string& sou
             for (const auto& a : (*from)[n].as<std::vector<std::string>>()) addresses.push_back(a);
             source += (source.empty() ? "" : ", ") + (cli ? "--" + n : m0::environment_name(n));
         }
+    if (from->count("uds")) {
+        addresses.push_back("unix:" + (*from)["uds"].as<std::string>());
+        source += (source.empty() ? "" : ", ") + (cli ? std::string("--uds") : m0::environment_name("uds"));
+    }
     if (from->count("host") || from->count("port")) {
         const std::string host = from->count("host") ? (*from)["host"].as<std::string>() : "127.0.0.1";
         const unsigned port = from->count("port") ? (*from)["port"].as<unsigned>() : 8000;
@@ -157,10 +161,13 @@ int run_cli(int argc, char** argv, const cli_host& host) {
         ("version", "print the version and the build signature")
         ("config,c", po::value<std::string>(), "YAML deployment file")
         ("set", po::value<std::vector<std::string>>(), "override a key: --set key.path=value (repeatable)")
-        ("listen,l", po::value<std::vector<std::string>>(), "HOST:PORT to listen on (repeatable; replaces server.listen)")
+        ("listen,l", po::value<std::vector<std::string>>(),
+         "HOST:PORT or unix:PATH to listen on (repeatable; replaces server.listen)")
         ("bind,b", po::value<std::vector<std::string>>(), "the same as --listen (gunicorn's spelling; repeatable)")
         ("host", po::value<std::string>(), "listen on HOST:PORT with --port (uvicorn's, Granian's); default 127.0.0.1")
         ("port", po::value<unsigned>(), "the port of --host; default 8000")
+        ("uds", po::value<std::string>(), "listen on a Unix socket at PATH (uvicorn's, Granian's; the same as "
+                                          "--bind unix:PATH)")
         ("threads,t", po::value<unsigned>(), "reactor threads per process, 1..256 (server.threads); not app threads")
         ("reactors", po::value<unsigned>(), "the same as --threads")
         ("workers,w", po::value<unsigned>(), "serving processes under a supervisor, 1..256 (server.workers)")

@@ -78,7 +78,7 @@ int run_prefork(deployment& d, const run_options& options, std::vector<inherited
     std::unique_ptr<load_table> load;
     try {
         sockets = std::make_unique<listen_sockets>(addresses, layout, d.cfg.workers, scheduler_options{}.backlog,
-                                                   std::move(inherited));
+                                                   std::move(inherited), unix_listeners(d.cfg));
         load = std::make_unique<load_table>(d.cfg.workers, d.cfg.threads);
         if (!d.cfg.pid_file.empty()) pid = std::make_unique<pid_file>(d.cfg.pid_file);
     } catch (const std::exception& e) {
@@ -93,8 +93,8 @@ int run_prefork(deployment& d, const run_options& options, std::vector<inherited
         line << "m0 " << M0_VERSION_STRING << " supervisor: " << d.cfg.workers << " worker processes of "
              << d.cfg.threads << " thread(s) each (scheduler " << d.scheduler->name() << "), "
              << describe_frontends(d) << ", "
-             << to_string(socket_layout{sockets->strategy(), layout.reuseport_sockets}) << ", listening on";
-        for (const auto& a : addresses) line << " " << a;
+             << to_string(socket_layout{sockets->strategy(), layout.reuseport_sockets}) << ", listening on"
+             << describe_listening(d.cfg, addresses);
         if (!previous.empty()) line << " (reloaded; " << previous.size() << " previous worker process(es) serve until these do)";
         log::info(line.str());
     }

@@ -82,13 +82,16 @@ int run_server(const run_options& options) {
     }
     if (d.cfg.workers > 1 || !previous.empty() || options.reload) return run_prefork(d, options, std::move(inherited), std::move(previous));
     std::unique_ptr<listen_sockets> sockets;
-    if (!inherited.empty()) {
+    if (!inherited.empty() || has_unix_listener(d.cfg)) {
         // Socket activation: serve on what systemd passed, bind nothing.
+        // Unix sockets: opened (and removed at exit) by the core, which
+        // hands the scheduler shared listeners.
         std::vector<boost::asio::ip::tcp::endpoint> addresses;
         for (const auto& l : d.cfg.listen) addresses.push_back(l.endpoint);
         try {
             sockets = std::make_unique<listen_sockets>(addresses, socket_layout{listener_strategy::shared, 1}, 1,
-                                                       scheduler_options{}.backlog, std::move(inherited));
+                                                       scheduler_options{}.backlog, std::move(inherited),
+                                                       unix_listeners(d.cfg));
         } catch (const std::exception& e) {
             std::cerr << "m0: cannot start: " << e.what() << "\n";
             return 1;
