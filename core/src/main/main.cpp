@@ -2,6 +2,7 @@
 // binary (binary_main.cpp) and the hosted entry point of the wheel (the m0
 // Python package), which differ only in what cli_host says.
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -342,6 +343,9 @@ int run_cli(int argc, char** argv, const cli_host& host) {
         options.reload_watch.includes = list("reload-include");
         options.reload_watch.excludes = list("reload-exclude");
         options.reload_watch.poll = o.has("reload-poll");
+        options.reload_watch.since_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                            std::chrono::system_clock::now().time_since_epoch())
+                                            .count();
     } else {
         for (const std::string n : {"reload-dir", "reload-include", "reload-exclude", "reload-poll"})
             if (o.find(n, &source)) {

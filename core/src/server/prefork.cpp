@@ -39,6 +39,10 @@ reload_watch_options reload_watch_for(const deployment& d, const run_options& op
         }
         if (w.dirs.empty()) w.dirs.push_back(fs::current_path().string());
     }
+    for (const auto& dir : w.dirs) {
+        std::error_code ec;
+        if (!fs::is_directory(dir, ec)) log::warning("reload: " + dir + " is not a directory: nothing in it is watched");
+    }
     if (!options.config_file.empty()) w.files.push_back(options.config_file);
     return w;
 }

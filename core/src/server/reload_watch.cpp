@@ -47,14 +47,28 @@ public:
         }
     }
 
-    [[noreturn]] void run() {
-        if (!o_.poll && start_inotify()) {
-            inotify_loop();
-        } else {
+    // `ready`: written to once the watch is set, so that nothing the
+    // supervisor starts afterwards can change a file unseen.
+    [[noreturn]] void run(int ready) {
+        const bool inotify = !o_.poll && start_inotify();
+        if (!inotify)
             log::info("reload: watching by polling every " + std::to_string(poll_interval_ms) + " ms" +
                       (o_.poll ? "" : " (inotify is not available)"));
-        }
-        poll_loop();
+        snapshot first = take();
+        (void)!::write(ready, "1", 1);
+        ::close(ready);
+        // Not a time still to come (a file from an archive, a clock
+        // elsewhere): it would reload at every start.
+        const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count();
+        for (const auto& [path, stamp] : first)
+            if (o_.since_ns > 0 && stamp.first > o_.since_ns && stamp.first <= now) {
+                reload(path);
+                break;
+            }
+        if (inotify) inotify_loop();
+        poll_loop(std::move(first));
     }
 
 private:
@@ -186,7 +200,7 @@ private:
                 log::warning("reload: out of inotify watches (fs.inotify.max_user_watches); watching by polling instead");
                 ::close(fd_);
                 reload(*changed);
-                poll_loop();
+                poll_loop(take());
             }
             reload(*changed);
         }
@@ -223,8 +237,7 @@ private:
         return s;
     }
 
-    [[noreturn]] void poll_loop() {
-        snapshot last = take();
+    [[noreturn]] void poll_loop(snapshot last) {
         for (;;) {
             pollfd fds[1] = {{supervisor_fd_, POLLIN, 0}};
             const int r = ::poll(fds, 1, poll_interval_ms);
@@ -262,25 +275,36 @@ private:
 }  // namespace
 
 int start_reload_watcher(const reload_watch_options& options) {
-    int p[2];
+    int p[2], ready[2];
     if (::pipe2(p, O_CLOEXEC) != 0) return -1;
-    const pid_t pid = ::fork();
-    if (pid < 0) {
+    if (::pipe2(ready, O_CLOEXEC) != 0) {
         ::close(p[0]);
         ::close(p[1]);
+        return -1;
+    }
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        for (int fd : {p[0], p[1], ready[0], ready[1]}) ::close(fd);
         return -1;
     }
     if (pid == 0) {
         ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         ::prctl(PR_SET_NAME, "m0-reload", 0, 0, 0);
         // It holds nothing of the supervisor's (listening sockets, the
-        // interpreter's files): only its end of the pipe, as fd 3.
-        constexpr int kept = 3;
-        if (p[0] != kept && ::dup2(p[0], kept) < 0) ::_exit(1);
-        ::close_range(kept + 1, ~0U, 0);
-        watcher(options, kept).run();
+        // interpreter's files): only its ends of the pipes, as fds 3 and 4.
+        // Moved above every fd first, so that neither lands on the other.
+        const int gone = ::fcntl(p[0], F_DUPFD, 1024), done = ::fcntl(ready[1], F_DUPFD, 1024);
+        if (gone < 0 || done < 0 || ::dup2(gone, 3) < 0 || ::dup2(done, 4) < 0) ::_exit(1);
+        ::close_range(5, ~0U, 0);
+        watcher(options, 3).run(4);
     }
     ::close(p[0]);
+    ::close(ready[1]);
+    // Until the watcher watches (a byte), or is gone (end of file).
+    char byte;
+    while (::read(ready[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    ::close(ready[0]);
     return p[1];
 }
 

@@ -139,3 +139,25 @@ def test_polling_sees_an_edit(tmp_path):
         serves(server, "polled extra=none")
     finally:
         assert server.finish() is None
+
+
+def test_the_config_file_is_watched_and_m0_reload_works_from_the_environment(tmp_path):
+    """A native deployment: its YAML is the source. --reload as M0_RELOAD,
+    the directory as M0_RELOAD_DIR."""
+    config = tmp_path / "m0.yaml"
+    route = "frontend:\n  type: http\n  routes:\n    - path: /\n      body: {body!r}\n"
+    config.write_text(route.format(body="from the first config"))
+    server = m0test.Server(str(config), env={"M0_RELOAD": "1", "M0_RELOAD_DIR": str(tmp_path / "none")})
+    try:
+        server.start()
+        server.wait_for_log("reload mode is for development")
+        assert f"reload: {tmp_path / 'none'} is not a directory" in server.output()
+        write(config, route.format(body="from the second config"))
+        serves(server, "from the second config")
+        server.wait_for_log(f"{config} changed; reloading")
+        # A broken config: refused, the last good one serves.
+        write(config, "frontend:\n  type: htp\n")
+        server.wait_for_log("reload refused")
+        assert get(server) == "from the second config"
+    finally:
+        assert server.finish() is None
