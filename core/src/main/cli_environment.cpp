@@ -24,6 +24,7 @@ constexpr std::string_view prefix = "M0_";
 // across a reload), never flags: silent whatever they look like.
 const std::vector<std::string> other_variables = {
     "M0_POOL_RING", "M0_PLUGIN_PATH", "M0_REUSEPORT_WORKERS", "M0_PREVIOUS_WORKERS", "M0_RELOAD_SOCKETS",
+    "M0_PROBED_INTERFACE",
 };
 
 std::string lower(std::string_view s) {

@@ -3,6 +3,7 @@
 // Python package), which differ only in what cli_host says.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -134,6 +135,10 @@ std::optional<std::string> listen_list(const option_sources& o, std::string& sou
     for (std::size_t i = 0; i < addresses.size(); ++i) list += (i ? "," : "") + quoted_yaml(addresses[i]);
     return list + "]";
 }
+
+// The interface --interface auto found for the app, kept for the reloads of
+// --reload (read and set by run_cli only).
+constexpr const char* probed_variable = "M0_PROBED_INTERFACE";
 
 // gunicorn's -c takes a Python file: say what m0 takes instead.
 constexpr const char* python_config_error =
@@ -287,10 +292,18 @@ int run_cli(int argc, char** argv, const cli_host& host) {
         }
         if (interface == "auto") {
             source = "--interface auto";
-            // Decided here, before any plugin loads: the frontend is chosen by type.
-            interface = m0::probe_interface(*app, o.get<std::string>("venv").value_or(""),
-                                            o.get<std::string>("chdir").value_or(""), host.python_executable);
-            m0::log::info("app " + *app + ": serving it as " + interface + " (--interface auto)");
+            // --reload: what the first probe found serves the reloads too (each
+            // reload's check and new m0 would import the app once more to probe).
+            const char* probed = std::getenv(probed_variable);
+            if (probed && (*app + "=wsgi" == probed || *app + "=asgi" == probed)) {
+                interface = std::string(probed).substr(app->size() + 1);
+            } else {
+                // Decided here, before any plugin loads: the frontend is chosen by type.
+                interface = m0::probe_interface(*app, o.get<std::string>("venv").value_or(""),
+                                                o.get<std::string>("chdir").value_or(""), host.python_executable);
+                m0::log::info("app " + *app + ": serving it as " + interface + " (--interface auto)");
+            }
+            if (o.has("reload")) ::setenv(probed_variable, (*app + "=" + interface).c_str(), 1);
         }
         sets.add("frontend.type=" + interface, source);
         sets.add("frontend.app=" + quoted_yaml(*app), app_source);

@@ -63,7 +63,7 @@ def serves(server, body, timeout=60):
 @pytest.fixture(params=[1, 2], ids=["one-process", "workers-2"])
 def reloading(request, tmp_path):
     (tmp_path / "dev_app.py").write_text(APP.format(body="first"))
-    args = ["dev_app:app", "--interface", "wsgi", "--chdir", str(tmp_path), "--reload"]
+    args = ["dev_app:app", "--chdir", str(tmp_path), "--reload"]  # --interface auto
     if request.param > 1:
         args += ["--workers", str(request.param)]
     server = m0test.Server(None, *args, env={"VIRTUAL_ENV": sys.prefix, "PYTHONDONTWRITEBYTECODE": "1"})
@@ -84,6 +84,8 @@ def test_an_edit_is_served_and_the_log_says_reload_mode_is_for_development(reloa
     serves(server, "third extra=none")
     server.wait_for_log("dev_app.py changed; reloading", count=2)
     assert server.output().count("reload mode is for development") == 1
+    # The interface was probed (an import) at start only, not at each reload.
+    assert server.output().count("serving it as wsgi (--interface auto)") == 1
 
 
 def test_a_new_directory_is_watched(reloading):
