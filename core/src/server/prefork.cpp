@@ -56,7 +56,11 @@ int run_prefork(deployment& d, const run_options& options, std::vector<inherited
     if (unsigned threads = process_thread_count(); threads > 1) {
         std::cerr << "m0: cannot start " << d.cfg.workers << " worker processes: " << threads - 1
                   << " thread(s) already run in this process (started by a plugin or by the imported application),"
-                     " and fork() would not copy them\n";
+                     " and fork() would not copy them"
+                  << (options.reload ? " (--reload serves from a forked process even with one: start those threads "
+                                       "on the first request, or serve without --reload)"
+                                     : "")
+                  << "\n";
         if (!previous.empty()) return keep_previous_workers(std::move(previous));
         return 1;
     }

@@ -163,3 +163,11 @@ def test_the_config_file_is_watched_and_m0_reload_works_from_the_environment(tmp
         assert get(server) == "from the second config"
     finally:
         assert server.finish() is None
+
+
+def test_an_app_that_starts_a_thread_at_import_is_refused_in_words(tmp_path):
+    apps = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
+    out = m0test.run_m0("prefork_thread_app:app", "--interface", "wsgi", "--chdir", apps, "--reload",
+                        "--reload-dir", str(tmp_path), "--listen", "127.0.0.1:0", env={"VIRTUAL_ENV": sys.prefix})
+    assert out.returncode == 1
+    assert "--reload serves from a forked process even with one" in out.stderr, out.stderr
