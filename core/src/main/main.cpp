@@ -144,7 +144,7 @@ constexpr const char* probed_variable = "M0_PROBED_INTERFACE";
 constexpr const char* python_config_error =
     "m0 takes a YAML file, not a Python one (gunicorn's -c): m0's settings are YAML keys (docs/config.md), "
     "and gunicorn's map to them: bind -> server.listen (or -b/--bind), workers -> server.workers (-w), "
-    "threads -> executor.pool.threads, timeout -> http.header_timeout and http.body_timeout, graceful_timeout -> "
+    "threads -> executor.pool.threads, timeout -> server.request_timeout, graceful_timeout -> "
     "server.drain_timeout, max_requests -> server.max_requests, pidfile -> server.pid_file, accesslog -> "
     "log.access_file (--access-log=FILE); see docs/migrating.md";
 
@@ -322,7 +322,7 @@ int run_cli(int argc, char** argv, const cli_host& host) {
         if (const unsigned cpus = std::thread::hardware_concurrency(); cpus && *threads > cpus)
             m0::log::warning(source + " " + std::to_string(*threads) + ": " + std::to_string(*threads) +
                              " reactor threads per process on " + std::to_string(cpus) +
-                             " CPUs; gunicorn's -t is a timeout (m0: server.drain_timeout, http.*_timeout) and its "
+                             " CPUs; gunicorn's -t is a timeout (m0: server.request_timeout) and its "
                              "--threads are application threads (m0: executor.pool.threads)");
         sets.add("server.threads=" + std::to_string(*threads), source);
     }
