@@ -27,7 +27,6 @@ const std::vector<std::string> default_reload_excludes = {".venv", "venv", "node
 namespace {
 
 namespace fs = std::filesystem;
-using clock_type = std::chrono::steady_clock;
 
 // A save is often several events (an editor writes a temporary file,
 // renames it, sets its mode): one reload once the burst is quiet this long.
