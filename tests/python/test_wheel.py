@@ -2,7 +2,7 @@
 user's own Python. One wheel, built by scripts/wheel for M0_WHEEL_PYTHON
 (default: Debian's python3.11), or the one M0_WHEEL names, is installed into a
 fresh venv of that interpreter with Django, Flask and FastAPI from PyPI, and serves
-as the source build does: `m0 --app`, `m0 --config`, `python -m m0`,
+as the source build does: `m0 --app`, `m0 --config`, `python -m m0` (also with --reload),
 `--workers 2` with a SIGHUP reload under load, a SIGTERM drain; bad input gets the
 source build's messages; the example plugins (examples/hello-plugin,
 single-reactor-scheduler, condvar-pool-executor) build against the wheel's
@@ -373,6 +373,33 @@ def test_two_workers_reload_on_sighup_and_drain_on_sigterm(m0_server, venv):
     assert server.wait(timeout=60) == 0, server.output()
     assert "every worker process has stopped" in server.output()
     assert "Traceback" not in server.output(), server.output()
+
+
+def test_reload_as_python_dash_m_serves_an_edit_and_survives_a_syntax_error(m0_server, venv, tmp_path):
+    """`python -m m0 MODULE:APP --reload` (issue 45): the hosted m0 reloads
+    as `python -m m0` with the same arguments, one serving process."""
+    app = tmp_path / "reload_app.py"
+    source = 'def app(environ, start_response):\n    start_response("200 OK", [])\n    return [b"{}"]\n'
+    app.write_text(source.format("before"))
+    server = m0_server(None, "reload_app:app", "--reload", program=venv["python_m"], cwd=tmp_path,
+                       env=dict(ENV, PYTHONDONTWRITEBYTECODE="1"))
+
+    def serves(body):
+        def answered():
+            try:
+                return m0test.request(server.port, "GET", "/").body == body
+            except OSError:
+                return False
+        server.wait_until(answered, timeout=60, what=f"m0 to serve {body!r}")
+
+    serves(b"before")
+    app.write_text("def app(:\n")
+    server.wait_for_log("reload refused", timeout=60)
+    assert "SyntaxError" in server.output()
+    serves(b"before")
+    app.write_text(source.format("after the fix"))
+    serves(b"after the fix")
+    assert server.output().count("reload mode is for development") == 1
 
 
 def test_max_requests_replaces_a_worker_by_a_fresh_fork(m0_server, venv):

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <thread>
@@ -38,17 +39,54 @@ std::chrono::milliseconds millis(std::chrono::nanoseconds value) {
 // start with a PROXY protocol header), `tls` (they speak TLS, configured by
 // the `tls:` section), `h1` or `h2` (HTTP/1.1 only, or HTTP/2 too, whatever
 // http2.enabled says).
+// "unix:PATH"'s own options: mode=0660 (octal), owner=USER[:GROUP], group=GROUP.
+bool parse_unix_option(const std::string& option, const std::string& text, unix_socket_spec& spec,
+                       const config_node& at) {
+    const auto eq = option.find('=');
+    if (eq == std::string::npos) return false;
+    const std::string key = option.substr(0, eq), value = option.substr(eq + 1);
+    if (key == "mode") {
+        char* end = nullptr;
+        const long mode = std::strtol(value.c_str(), &end, 8);
+        if (value.empty() || *end != '\0' || mode < 0 || mode > 07777)
+            at.fail("", "'" + text + "': mode=" + value + " is not an octal file mode (e.g. mode=0660)");
+        spec.mode = static_cast<int>(mode);
+    } else if (key == "owner") {
+        const auto colon = value.find(':');
+        spec.owner = value.substr(0, colon);
+        if (colon != std::string::npos) spec.group = value.substr(colon + 1);
+        if (value.empty()) at.fail("", "'" + text + "': owner= needs a user (owner=www-data or owner=www-data:www-data)");
+    } else if (key == "group") {
+        spec.group = value;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 listen_address parse_listen_entry(const std::string& text, const config_node& at) {
     static const std::vector<std::string> options = {"proxy", "tls", "h1", "h2"};
     listen_address out;
     out.text = text;
     std::size_t end = text.find(' ');
-    out.endpoint = parse_listen_address(text.substr(0, end), at);
+    const std::string address = text.substr(0, end);
+    if (address.rfind("unix:", 0) == 0) {
+        out.unix.emplace();
+        out.unix->path = address.substr(5);
+        if (out.unix->path.empty()) at.fail("", "'" + text + "': expected unix:PATH, the socket file's path");
+        // Removed at exit from wherever m0 then is.
+        out.unix->path = std::filesystem::absolute(out.unix->path).lexically_normal().string();
+        if (out.unix->path.size() > 107)
+            at.fail("", "'" + text + "': a Unix socket path is at most 107 bytes long");
+    } else {
+        out.endpoint = parse_listen_address(address, at);
+    }
     while (end != std::string::npos) {
         const std::size_t start = text.find_first_not_of(' ', end);
         if (start == std::string::npos) break;
         end = text.find(' ', start);
         const std::string option = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        if (out.unix && parse_unix_option(option, text, *out.unix, at)) continue;
         if (option == "proxy") {
             out.proxy_protocol = true;
         } else if (option == "tls") {
@@ -62,7 +100,7 @@ listen_address parse_listen_entry(const std::string& text, const config_node& at
             if (auto near = nearest_key(option, options)) msg += " (did you mean '" + *near + "'?)";
             else msg += " (the options are 'proxy': connections start with a PROXY protocol header, 'tls': "
                         "they speak TLS, configured by the tls: section, and 'h1' / 'h2': HTTP/1.1 only, or "
-                        "HTTP/2 too)";
+                        "HTTP/2 too; for unix:PATH also mode=0660 and owner=USER[:GROUP])";
             at.fail("", msg);
         }
     }
@@ -82,9 +120,12 @@ http::trusted_networks parse_forwarded_allow_ips(const config_node& server) {
             return http::trusted_networks({}, true);
         }
         std::string why;
-        const auto net = http::ip_network::parse(texts[i], why);
+        // "unix:": clients on a Unix socket. They have no address, and the
+        // HTTP engine reads theirs (an unnamed AF_UNIX peer: the family
+        // alone, into a zeroed TCP endpoint) as "::", which no TCP peer is.
+        const auto net = http::ip_network::parse(texts[i] == "unix:" ? "::/128" : texts[i], why);
         if (!net)
-            at.fail("", "expected an IP address or a CIDR block ('10.0.0.0/8', 'fd00::/8') or '*', found '" +
+            at.fail("", "expected an IP address or a CIDR block ('10.0.0.0/8', 'fd00::/8'), 'unix:' or '*', found '" +
                             texts[i] + "': " + why);
         nets.push_back(*net);
     }
@@ -404,7 +445,8 @@ void parse_metrics(const config_node& metrics, server_config& out, config_errors
     errors.check([&] { metrics.allow_keys({"listen"}); });
     errors.check([&] {
         if (const auto text = metrics.optional_string("listen"))
-            out.metrics_listen = listen_address{*text, parse_listen_address(*text, metrics.child("listen"))};
+            out.metrics_listen = listen_address{*text, parse_listen_address(*text, metrics.child("listen")), false,
+                                                false, std::nullopt, std::nullopt};
     });
 }
 

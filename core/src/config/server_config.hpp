@@ -14,6 +14,7 @@
 #include <m0/api.hpp>
 #include <m0/config.hpp>
 #include <m0/http_limits.hpp>
+#include <m0/listen_socket.hpp>
 
 #include "http2/settings.hpp"
 
@@ -27,6 +28,9 @@ struct listen_address {
     bool proxy_protocol = false;             // "HOST:PORT proxy": connections start with a PROXY header
     bool tls = false;                        // "HOST:PORT tls": connections speak TLS (the `tls:` section)
     std::optional<bool> http2{};             // "h1": HTTP/1.1 only; "h2": HTTP/2 too; unset: http2.enabled
+    // "unix:PATH [mode=0660] [owner=USER[:GROUP]]": a Unix socket (endpoint
+    // unused: 0.0.0.0:0).
+    std::optional<unix_socket_spec> unix;
 };
 
 // An executor of the deployment: one of `executors:`, or the `executor:`
@@ -53,7 +57,7 @@ struct mount_config {
 inline constexpr std::chrono::seconds default_request_timeout{120};
 
 struct server_config {
-    std::vector<listen_address> listen;     // server.listen: list (or one string) of "host:port", "[v6]:port"; default ["127.0.0.1:8000"]; host must be an IP literal or "localhost"
+    std::vector<listen_address> listen;     // server.listen: list (or one string) of "host:port", "[v6]:port", "unix:PATH"; default ["127.0.0.1:8000"]; host must be an IP literal or "localhost"
     unsigned workers = 1;                   // server.workers: 1..256 serving processes (prefork when > 1)
     unsigned threads = 0;                   // server.threads: 1..256, default CPUs / server.workers (at least 1)
     std::string listener = "reuseport";     // server.listener: the older spelling of scheduler.listener (its plugin reads both)
@@ -126,7 +130,8 @@ M0_API std::optional<std::string> normalize_mount_prefix(std::string_view text, 
 
 // The networks whose forwarding headers are believed when
 // server.forwarded_allow_ips is not set: loopback.
-inline const std::vector<std::string> default_forwarded_allow_ips = {"127.0.0.0/8", "::1"};
+// Loopback and Unix sockets ("unix:"): peers on this machine, as nginx in front of m0 is.
+inline const std::vector<std::string> default_forwarded_allow_ips = {"127.0.0.0/8", "::1", "unix:"};
 
 // "127.0.0.1:8000", "[::1]:9000", "localhost:80" -> endpoint; throws config_error via `at`.
 M0_API boost::asio::ip::tcp::endpoint parse_listen_address(const std::string& text, const config_node& at);

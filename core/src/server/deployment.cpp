@@ -245,6 +245,26 @@ unsigned stop_executors(deployment& d) {
     return stuck;
 }
 
+std::vector<std::optional<unix_socket_spec>> unix_listeners(const server_config& cfg) {
+    std::vector<std::optional<unix_socket_spec>> out;
+    for (const auto& l : cfg.listen) out.push_back(l.unix);
+    return out;
+}
+
+bool has_unix_listener(const server_config& cfg) {
+    return std::any_of(cfg.listen.begin(), cfg.listen.end(), [](const listen_address& l) { return l.unix.has_value(); });
+}
+
+std::string describe_listening(const server_config& cfg, const std::vector<boost::asio::ip::tcp::endpoint>& bound) {
+    std::ostringstream out;
+    for (std::size_t i = 0; i < bound.size(); ++i) {
+        out << " ";
+        if (i < cfg.listen.size() && cfg.listen[i].unix) out << "unix:" << cfg.listen[i].unix->path;
+        else out << bound[i];
+    }
+    return out.str();
+}
+
 std::string describe_frontends(const deployment& d) {
     if (d.cfg.mounts.empty()) return "frontend " + d.cfg.frontend_type;
     std::string out = "mounts";

@@ -91,6 +91,12 @@ std::vector<executor*> executor_pointers(const deployment& d);
 // left inside application code.
 unsigned stop_executors(deployment& d);
 
+// server.listen's Unix sockets, per address (nullopt: a TCP one), for listen_sockets.
+std::vector<std::optional<unix_socket_spec>> unix_listeners(const server_config& cfg);
+bool has_unix_listener(const server_config& cfg);
+// For the start-up lines: the addresses bound, a Unix socket as "unix:PATH".
+std::string describe_listening(const server_config& cfg, const std::vector<boost::asio::ip::tcp::endpoint>& bound);
+
 // For the start-up lines: "frontend http" or "mounts /static=http /app=wsgi";
 // "executor pool" or "executors app=pool /static=inline".
 std::string describe_frontends(const deployment& d);

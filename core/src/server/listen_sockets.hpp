@@ -9,13 +9,18 @@
 //    as the scheduler's socket_layout asks (one per reactor for `reactors`,
 //    one for `balanced`), passed to whichever process serves that slot (its
 //    replacement takes over the same sockets and their queues).
+#include <sys/types.h>
+
 #include <map>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
 
 #include <m0/api.hpp>
+#include <m0/listen_socket.hpp>
 
 #include <m0/scheduler.hpp>
 #include "server/socket_activation.hpp"
@@ -31,8 +36,13 @@ public:
     // not made by m0) make the strategy `shared`. A port 0 in `addresses` is
     // replaced by the bound port. Throws std::system_error naming an address
     // that cannot be bound or that another program listens on.
+    // `unix`: empty, or per address the Unix socket it is instead (server.listen
+    // "unix:PATH"); any makes the strategy `shared` (a Unix socket has no
+    // SO_REUSEPORT). The socket files this process made (or took over from the
+    // m0 it replaced) are removed when it destroys this, not by its children.
     listen_sockets(std::vector<boost::asio::ip::tcp::endpoint>& addresses, const socket_layout& layout,
-                   unsigned slots, int backlog, std::vector<inherited_socket> inherited);
+                   unsigned slots, int backlog, std::vector<inherited_socket> inherited,
+                   std::vector<std::optional<unix_socket_spec>> unix = {});
     ~listen_sockets();
     listen_sockets(const listen_sockets&) = delete;
     listen_sockets& operator=(const listen_sockets&) = delete;
@@ -55,6 +65,9 @@ private:
     int backlog_;
     std::vector<int> shared_;                                     // per address
     std::map<unsigned, std::vector<std::vector<int>>> slots_;     // slot → socket → address
+    std::vector<std::optional<unix_socket_spec>> unix_;           // per address
+    std::vector<std::string> owned_paths_;                        // removed by the destructor
+    pid_t owner_ = 0;                                             // ... in this process only
 };
 
 }  // namespace m0

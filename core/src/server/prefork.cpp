@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -17,6 +18,36 @@
 #include "server/supervisor.hpp"
 
 namespace m0 {
+namespace {
+
+// --reload's watch: the directories the apps are imported from (each
+// frontend's chdir, or the current directory) unless --reload-dir says,
+// and the config file.
+reload_watch_options reload_watch_for(const deployment& d, const run_options& options) {
+    namespace fs = std::filesystem;
+    reload_watch_options w = options.reload_watch;
+    if (w.dirs.empty()) {
+        const config_node root = d.doc.root();
+        std::vector<config_node> frontends = {root.child("frontend")};
+        if (root.child("mounts").is_sequence())
+            for (const auto& m : root.child("mounts").items()) frontends.push_back(m.child("frontend"));
+        for (const auto& f : frontends) {
+            if (!f.is_map() || !f.has("chdir")) continue;
+            const auto dir = f.child("chdir").as_string();
+            const std::string base = f.base_dir();
+            w.dirs.push_back(fs::path(dir).is_absolute() || base.empty() ? dir : (fs::path(base) / dir).string());
+        }
+        if (w.dirs.empty()) w.dirs.push_back(fs::current_path().string());
+    }
+    for (const auto& dir : w.dirs) {
+        std::error_code ec;
+        if (!fs::is_directory(dir, ec)) log::warning("reload: " + dir + " is not a directory: nothing in it is watched");
+    }
+    if (!options.config_file.empty()) w.files.push_back(options.config_file);
+    return w;
+}
+
+}  // namespace
 
 int run_prefork(deployment& d, const run_options& options, std::vector<inherited_socket> inherited,
                 std::vector<pid_t> previous) {
@@ -25,9 +56,27 @@ int run_prefork(deployment& d, const run_options& options, std::vector<inherited
     if (unsigned threads = process_thread_count(); threads > 1) {
         std::cerr << "m0: cannot start " << d.cfg.workers << " worker processes: " << threads - 1
                   << " thread(s) already run in this process (started by a plugin or by the imported application),"
-                     " and fork() would not copy them\n";
+                     " and fork() would not copy them"
+                  << (options.reload ? " (--reload serves from a forked process even with one: start those threads "
+                                       "on the first request, or serve without --reload)"
+                                     : "")
+                  << "\n";
         if (!previous.empty()) return keep_previous_workers(std::move(previous));
         return 1;
+    }
+    // Before any socket opens, so the watcher holds none.
+    int reload_fd = -1;
+    if (options.reload) {
+        const reload_watch_options watch = reload_watch_for(d, options);
+        reload_fd = start_reload_watcher(watch);
+        if (reload_fd < 0) {
+            std::cerr << "m0: cannot start: --reload: cannot start the file watcher\n";
+            return 1;
+        }
+        // Once, not again at each reload (the re-exec'd m0 has `previous`).
+        if (previous.empty())
+            log::info("reload: watching " + describe_reload_watch(watch) +
+                      "; reload mode is for development: each change restarts the worker processes");
     }
     std::vector<boost::asio::ip::tcp::endpoint> addresses;
     for (const auto& l : d.cfg.listen) addresses.push_back(l.endpoint);
@@ -37,7 +86,7 @@ int run_prefork(deployment& d, const run_options& options, std::vector<inherited
     std::unique_ptr<load_table> load;
     try {
         sockets = std::make_unique<listen_sockets>(addresses, layout, d.cfg.workers, scheduler_options{}.backlog,
-                                                   std::move(inherited));
+                                                   std::move(inherited), unix_listeners(d.cfg));
         load = std::make_unique<load_table>(d.cfg.workers, d.cfg.threads);
         if (!d.cfg.pid_file.empty()) pid = std::make_unique<pid_file>(d.cfg.pid_file);
     } catch (const std::exception& e) {
@@ -52,8 +101,8 @@ int run_prefork(deployment& d, const run_options& options, std::vector<inherited
         line << "m0 " << M0_VERSION_STRING << " supervisor: " << d.cfg.workers << " worker processes of "
              << d.cfg.threads << " thread(s) each (scheduler " << d.scheduler->name() << "), "
              << describe_frontends(d) << ", "
-             << to_string(socket_layout{sockets->strategy(), layout.reuseport_sockets}) << ", listening on";
-        for (const auto& a : addresses) line << " " << a;
+             << to_string(socket_layout{sockets->strategy(), layout.reuseport_sockets}) << ", listening on"
+             << describe_listening(d.cfg, addresses);
         if (!previous.empty()) line << " (reloaded; " << previous.size() << " previous worker process(es) serve until these do)";
         log::info(line.str());
     }
@@ -92,6 +141,8 @@ int run_prefork(deployment& d, const run_options& options, std::vector<inherited
         }
         // Not this process's to remove.
         (void)pid.release();
+        // The watcher exits once the supervisor's end closes: none here.
+        if (reload_fd >= 0) ::close(reload_fd);
         d.composed->after_fork_child();
     };
     hooks.open_slot = [&](unsigned slot) { sockets->open_slot(slot); };

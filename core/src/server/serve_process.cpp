@@ -218,7 +218,7 @@ int serve(deployment& d, const process_role& role) {
         line << "m0 " << M0_VERSION_STRING << " serving with " << so.reactors << " reactor thread(s) (scheduler "
              << d.scheduler->name() << "), "
              << describe_frontends(d) << ", " << describe_executors(d) << ", listening on";
-        for (const auto& ep : sched->local_endpoints()) line << " " << ep;
+        line << describe_listening(d.cfg, sched->local_endpoints());
         if (role.supervised) line << " (worker process " << role.index << " of " << role.count << ")";
         log::info(line.str());
     }

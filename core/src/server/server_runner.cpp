@@ -62,6 +62,12 @@ int run_server(const run_options& options) {
                 return 2;
             }
         }
+        // As YAML comments, so the output still parses: what overrides the
+        // file's keys and the defaults, flag over environment over YAML.
+        if (!options.origins.empty()) {
+            std::cout << "# set by the command line and the environment (a flag over its M0_ variable over the YAML):\n";
+            for (const auto& o : options.origins) std::cout << "#   " << o << "\n";
+        }
         std::cout << d.doc.effective_yaml();
         if (d.doc.effective_yaml().empty() || d.doc.effective_yaml().back() != '\n') std::cout << "\n";
         std::cerr << "m0: configuration OK\n";
@@ -74,15 +80,18 @@ int run_server(const run_options& options) {
         if (!previous.empty()) return keep_previous_workers(std::move(previous));
         return 1;
     }
-    if (d.cfg.workers > 1 || !previous.empty()) return run_prefork(d, options, std::move(inherited), std::move(previous));
+    if (d.cfg.workers > 1 || !previous.empty() || options.reload) return run_prefork(d, options, std::move(inherited), std::move(previous));
     std::unique_ptr<listen_sockets> sockets;
-    if (!inherited.empty()) {
+    if (!inherited.empty() || has_unix_listener(d.cfg)) {
         // Socket activation: serve on what systemd passed, bind nothing.
+        // Unix sockets: opened (and removed at exit) by the core, which
+        // hands the scheduler shared listeners.
         std::vector<boost::asio::ip::tcp::endpoint> addresses;
         for (const auto& l : d.cfg.listen) addresses.push_back(l.endpoint);
         try {
             sockets = std::make_unique<listen_sockets>(addresses, socket_layout{listener_strategy::shared, 1}, 1,
-                                                       scheduler_options{}.backlog, std::move(inherited));
+                                                       scheduler_options{}.backlog, std::move(inherited),
+                                                       unix_listeners(d.cfg));
         } catch (const std::exception& e) {
             std::cerr << "m0: cannot start: " << e.what() << "\n";
             return 1;

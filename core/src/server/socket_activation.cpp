@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -30,7 +31,8 @@ std::vector<std::string> split_names(const char* names) {
     return out;
 }
 
-bool is_listening_tcp(int fd) {
+// A listening TCP or Unix stream socket.
+bool is_listening_stream(int fd) {
     int value = 0;
     socklen_t len = sizeof value;
     if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &value, &len) != 0 || !value) return false;
@@ -38,7 +40,15 @@ bool is_listening_tcp(int fd) {
     if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &value, &len) != 0 || value != SOCK_STREAM) return false;
     len = sizeof value;
     if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &value, &len) != 0) return false;
-    return value == AF_INET || value == AF_INET6;
+    return value == AF_INET || value == AF_INET6 || value == AF_UNIX;
+}
+
+// The path a Unix socket is bound to; empty for a TCP one.
+std::string unix_path(int fd) {
+    sockaddr_un a{};
+    socklen_t len = sizeof a;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0 || a.sun_family != AF_UNIX) return {};
+    return std::string(a.sun_path, ::strnlen(a.sun_path, sizeof a.sun_path));
 }
 
 }  // namespace
@@ -53,12 +63,13 @@ std::vector<inherited_socket> take_inherited_sockets() {
         for (long i = 0; i < n; ++i) {
             const int fd = first_fd + static_cast<int>(i);
             ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-            if (!is_listening_tcp(fd))
+            if (!is_listening_stream(fd))
                 throw std::runtime_error("LISTEN_FDS: fd " + std::to_string(fd) +
-                                         " is not a listening TCP socket (m0 serves TCP streams only)");
+                                         " is not a listening TCP or Unix socket (m0 serves streams only)");
             // Accepts are non-blocking in every listener strategy.
             ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-            out.push_back({fd, i < static_cast<long>(names.size()) ? names[i] : std::string(), bound_endpoint(fd)});
+            out.push_back({fd, i < static_cast<long>(names.size()) ? names[i] : std::string(), bound_endpoint(fd),
+                           unix_path(fd)});
         }
     }
     ::unsetenv("LISTEN_PID");

@@ -16,13 +16,14 @@ namespace m0 {
 struct inherited_socket {
     int fd = -1;
     std::string name;                         // from LISTEN_FDNAMES; "" if none
-    boost::asio::ip::tcp::endpoint address;   // what it is bound to
+    boost::asio::ip::tcp::endpoint address;   // what it is bound to (TCP)
+    std::string path;                         // a Unix socket's path; empty for TCP
 };
 
 // The sockets passed to this process, made close-on-exec; empty when
 // LISTEN_PID is not this process. Unsets the variables so that no child
 // takes them for its own. Throws std::runtime_error for an fd that is not a
-// listening TCP socket.
+// listening TCP or Unix stream socket.
 M0_INTERNAL_API std::vector<inherited_socket> take_inherited_sockets();
 
 // Makes `sockets` fds 3, 4, ... (not close-on-exec) and sets LISTEN_FDS,

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include <m0/log.hpp>
@@ -347,7 +348,11 @@ private:
             return;
         }
         if (check_pid_ > 0) {
-            log::info("supervisor: received SIGHUP: a reload is already being checked");
+            // The files may have changed after the check read them (--reload
+            // saves in a row): checked again if this check fails. If it
+            // passes, the new m0 reads them as they are then anyway.
+            log::info("supervisor: received SIGHUP: a reload is already being checked; checking again if it fails");
+            reload_again_ = true;
             return;
         }
         log::info("supervisor: received SIGHUP: checking the configuration as it is now before reloading");
@@ -367,10 +372,12 @@ private:
 
     void on_check_done(int status) {
         if (stopping_) return;
+        const bool again = std::exchange(reload_again_, false);
         if (failed(status)) {
             log::error("supervisor: reload refused: the configuration check " + describe(status) +
                        " (its errors are above); the current worker processes keep serving");
             notify("READY=1\nSTATUS=reload refused");
+            if (again) on_reload();
             return;
         }
         log::info("supervisor: configuration OK; starting m0 anew (same pid) with new worker processes, the current "
@@ -569,6 +576,7 @@ private:
     bool stopping_ = false;
     bool hard_ = false;
     bool ready_once_ = false;
+    bool reload_again_ = false;  // a SIGHUP came during the reload's check
     clock_type::time_point deadline_{};
     unsigned consecutive_quick_ = 0;
     int exit_code_ = 0;

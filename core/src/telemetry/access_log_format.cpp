@@ -7,9 +7,16 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include <m0/listen_socket.hpp>
+
 namespace m0::telemetry {
 
 namespace {
+
+// A client on a Unix socket has no address: "unix:", as nginx logs it.
+std::string remote_host(const boost::asio::ip::tcp::endpoint& remote) {
+    return is_unix_endpoint(remote) ? std::string("unix:") : remote.address().to_string();
+}
 
 std::string lower(std::string_view s) {
     std::string out(s);
@@ -219,7 +226,7 @@ void access_log_format::render_text(const response_record& r, int pid, std::stri
     for (const auto& a : atoms_) {
         switch (a.k) {
             case kind::literal: out += a.text; break;
-            case kind::remote_host: out += r.remote.address().to_string(); break;
+            case kind::remote_host: out += remote_host(r.remote); break;
             case kind::dash: out.push_back('-'); break;
             case kind::user: {
                 const auto user = basic_auth_user(req);
@@ -283,9 +290,9 @@ void access_log_format::render_json(const response_record& r, int pid, unsigned 
     out += R"({"time":")";
     out.append(now_text.iso, now_text.iso_size).append(millis);
     out += R"(","remote_addr":)";
-    append_json_string(out, r.remote.address().to_string());
+    append_json_string(out, remote_host(r.remote));
     out += R"(,"remote_port":)";
-    append_number(out, r.remote.port());
+    append_number(out, is_unix_endpoint(r.remote) ? 0 : r.remote.port());
     auto field = [&](std::string_view key, std::string_view value, bool present) {
         out += ",\"";
         out += key;

@@ -3,6 +3,8 @@
 #include <functional>
 #include <string>
 
+#include <m0/listen_socket.hpp>
+
 #include "asgi_fields.hpp"
 
 namespace m0::asgi {
@@ -143,6 +145,8 @@ PyObject* scope_builder::headers_list(const std::vector<http::header_field>& fie
 
 PyObject* scope_builder::address(const boost::asio::ip::tcp::endpoint& ep, boost::asio::ip::tcp::endpoint& last_ep,
                                  python::py_ref& last_host, python::py_ref& last_tuple, bool keep_tuple) {
+    // A Unix socket's client and server: None, as uvicorn gives them.
+    if (is_unix_endpoint(ep)) return Py_NewRef(Py_None);
     if (last_tuple && ep == last_ep) return python::py_ref(last_tuple).release();
     if (!last_host || ep.address() != last_ep.address()) {
         const std::string host = ep.address().to_string();

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include <m0/listen_socket.hpp>
 #include <m0/log.hpp>
 #include <m0/python/log_stream.hpp>
 #include <m0/version.hpp>
@@ -199,9 +200,15 @@ bool environ_builder::impl::make_template(environ_template& t, const http::reque
         auto r = std::to_chars(port_buf, port_buf + sizeof port_buf, p);
         return std::string_view(port_buf, static_cast<std::size_t>(r.ptr - port_buf));
     };
-    const std::string remote_addr = req.remote.address().to_string();
-    const std::string server_name = f.https ? f.server_name : req.local.address().to_string();
-    const std::uint16_t server_port = f.https ? f.server_port : req.local.port();
+    // On a Unix socket: no client address (REMOTE_ADDR empty), and a server
+    // with no address either: "localhost" and the scheme's port stand in
+    // (the path does not fit the engine's endpoint; apps build URLs from Host).
+    const bool unix_socket = is_unix_endpoint(req.local);
+    const std::string remote_addr = is_unix_endpoint(req.remote) ? std::string() : req.remote.address().to_string();
+    const std::string server_name = f.https ? f.server_name
+                                    : unix_socket ? std::string("localhost")
+                                                  : req.local.address().to_string();
+    const std::uint16_t server_port = f.https ? f.server_port : unix_socket ? 80 : req.local.port();
     bool ok = put(k_method.get(), latin1(req.method)) && put(k_path.get(), latin1(f.path_info)) &&
               put(k_query.get(), latin1(req.query)) && put(k_uri.get(), latin1(req.target)) &&
               put(k_protocol.get(), Py_NewRef(req.version == 20 ? http2.get() : req.version == 10 ? http10.get() : http11.get())) &&

@@ -94,12 +94,8 @@ public:
         try_accept();
     }
 
-    tcp::endpoint local_endpoint() const override {
-        tcp::endpoint ep;
-        socklen_t len = static_cast<socklen_t>(ep.capacity());
-        if (::getsockname(listen_fd_, ep.data(), &len) == 0) ep.resize(len);
-        return ep;
-    }
+    // A Unix socket's: 0.0.0.0:0 (the engine then asks each connection).
+    tcp::endpoint local_endpoint() const override { return bound_endpoint(listen_fd_); }
 
     void cancel() override {
         cancelled_ = true;

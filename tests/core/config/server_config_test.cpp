@@ -361,6 +361,7 @@ BOOST_AUTO_TEST_CASE(forwarded_allow_ips_default_to_loopback_and_take_cidrs_or_s
     auto cfg = parse_text("");
     BOOST_TEST(cfg.forwarded_allow_ips.contains(addr("127.0.0.1")));
     BOOST_TEST(cfg.forwarded_allow_ips.contains(addr("::1")));
+    BOOST_TEST(cfg.forwarded_allow_ips.contains(addr("::")));  // "unix:": a Unix socket's client, as the engine reads it
     BOOST_TEST(!cfg.forwarded_allow_ips.contains(addr("10.0.0.1")));
     cfg = parse_text("server:\n  forwarded_allow_ips: [10.0.0.0/8, 'fd00::/8']\n");
     BOOST_TEST(cfg.forwarded_allow_ips.contains(addr("10.2.3.4")));
@@ -371,7 +372,7 @@ BOOST_AUTO_TEST_CASE(forwarded_allow_ips_default_to_loopback_and_take_cidrs_or_s
     BOOST_TEST(cfg.forwarded_allow_ips.empty());
     BOOST_TEST(error_of([] { parse_text("server:\n  forwarded_allow_ips: [10.0.0.0/8, 10.0.0.1/8]\n"); }) ==
                "inline.yaml:2:37: server.forwarded_allow_ips[1]: expected an IP address or a CIDR block "
-               "('10.0.0.0/8', 'fd00::/8') or '*', found '10.0.0.1/8': host bits are set beyond /8 (the network "
+               "('10.0.0.0/8', 'fd00::/8'), 'unix:' or '*', found '10.0.0.1/8': host bits are set beyond /8 (the network "
                "is 10.0.0.0/8)");
     BOOST_TEST(error_of([] { parse_text("server:\n  forwarded_allow_ips: ['*', 10.0.0.0/8]\n"); })
                    .find("'*' trusts every peer") != std::string::npos);

@@ -86,7 +86,7 @@ BOOST_AUTO_TEST_CASE(inherited_sockets_are_matched_by_address) {
     const int fd = m0::open_listen_socket(bound, false, 16);
     // A configured port 0 takes the inherited socket's port on the same host.
     std::vector<tcp::endpoint> addresses{loopback()};
-    m0::listen_sockets sockets(addresses, m0::socket_layout{m0::listener_strategy::reuseport, 2}, 2, 16, {{fd, "web", bound}});
+    m0::listen_sockets sockets(addresses, m0::socket_layout{m0::listener_strategy::reuseport, 2}, 2, 16, {{fd, "web", bound, {}}});
     BOOST_TEST(addresses[0] == bound);
     // Passed by a service manager: shared by every reactor, whatever was configured.
     BOOST_TEST((sockets.strategy() == m0::listener_strategy::shared));
@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(a_passed_socket_for_no_listed_address_is_refused_and_closed
     other.port(static_cast<unsigned short>(bound.port() == 65535 ? 1 : bound.port() + 1));
     std::vector<tcp::endpoint> addresses{other};
     try {
-        m0::listen_sockets sockets(addresses, m0::socket_layout{m0::listener_strategy::shared, 1}, 2, 16, {{fd, "web", bound}});
+        m0::listen_sockets sockets(addresses, m0::socket_layout{m0::listener_strategy::shared, 1}, 2, 16, {{fd, "web", bound, {}}});
         BOOST_FAIL("accepted a socket for an address not listed");
     } catch (const std::runtime_error& e) {
         BOOST_TEST(std::string(e.what()).find("matches no address of server.listen") != std::string::npos);
@@ -121,7 +121,7 @@ BOOST_AUTO_TEST_CASE(a_reload_keeps_its_slot_sockets_and_drops_what_is_no_longer
     // config no longer lists.
     auto dropped = loopback();
     const int dropped_fd = m0::open_listen_socket(dropped, true, 16);
-    passed.push_back({dropped_fd, "m0-slot-1-0", dropped});
+    passed.push_back({dropped_fd, "m0-slot-1-0", dropped, {}});
     std::vector<tcp::endpoint> addresses{first[0]};
     m0::listen_sockets after(addresses, m0::socket_layout{m0::listener_strategy::reuseport, 1}, 2, 16, passed);
     BOOST_TEST(!is_open(dropped_fd));
@@ -149,7 +149,7 @@ BOOST_AUTO_TEST_CASE(a_reload_to_fewer_processes_closes_the_sockets_of_the_slots
 BOOST_AUTO_TEST_CASE(take_inherited_sockets_reads_the_listen_fds_protocol) {
     auto bound = loopback();
     const int fd = m0::open_listen_socket(bound, false, 16);
-    m0::pass_sockets_to_exec({{fd, "web", bound}});
+    m0::pass_sockets_to_exec({{fd, "web", bound, {}}});
     BOOST_TEST(std::string(std::getenv("LISTEN_FDS")) == "1");
     BOOST_TEST(std::string(std::getenv("LISTEN_FDNAMES")) == "web");
     const auto taken = m0::take_inherited_sockets();
