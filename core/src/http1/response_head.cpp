@@ -4,16 +4,11 @@
 
 #include <m0/http.hpp>
 
+#include "http/response_rules.hpp"
+
 namespace m0::http::detail {
 
 namespace {
-
-// CR, LF or NUL in a field would let a handler's data split the response.
-bool field_safe(std::string_view s) noexcept {
-    for (char c : s)
-        if (c == '\r' || c == '\n' || c == '\0') return false;
-    return true;
-}
 
 void append_number(std::string& out, std::uint64_t v, int base = 10) {
     char buf[24];
@@ -49,10 +44,11 @@ void append_response_head(std::string& out, const head_spec& spec, std::string_v
     }
     if (spec.headers) {
         for (const auto& h : *spec.headers) {
-            if (h.name.empty() || is_engine_owned_header(h.name) || !field_safe(h.name) || !field_safe(h.value)) continue;
+            const auto value = sendable_field(h, false);
+            if (!value) continue;
             out.append(h.name);
             out.append(": ");
-            out.append(h.value);
+            out.append(*value);
             out.append("\r\n");
         }
     }

@@ -15,6 +15,7 @@
 #include "http/forwarded.hpp"
 #include "http/peer.hpp"
 #include "http/proxy_protocol.hpp"
+#include "http/response_rules.hpp"
 #include "http/server.hpp"
 #include "http/transport.hpp"
 #include "http2/h2_session.hpp"
@@ -738,10 +739,11 @@ void session::end(exchange_impl& ex, const std::vector<response_header>* trailer
                 // RFC 9112 7.1.2: the last chunk, the trailer fields, CRLF.
                 out_.append(std::string_view("0\r\n"));
                 for (const auto& t : *trailers) {
-                    if (is_engine_owned_header(t.name)) continue;  // framing is the engine's
+                    const auto value = sendable_field(t, false);
+                    if (!value) continue;
                     out_.append(t.name);
                     out_.append(std::string_view(": "));
-                    out_.append(t.value);
+                    out_.append(*value);
                     out_.append(crlf);
                 }
                 out_.append(crlf);

@@ -107,19 +107,6 @@ nghttp2_session_callbacks* callbacks() {
 // Fields a handler may not send over HTTP/2: framing and connection
 // management are the engine's, and RFC 9113 8.2.2 forbids the
 // connection-specific ones outright.
-bool dropped_response_field(std::string_view name) {
-    if (http::is_engine_owned_header(name)) return true;
-    for (std::string_view f : {"Upgrade", "Proxy-Connection", "TE"})
-        if (http::ascii_iequals(name, f)) return true;
-    return false;
-}
-
-bool field_value_safe(std::string_view s) {
-    for (char c : s)
-        if (c == '\r' || c == '\n' || c == '\0') return false;
-    return true;
-}
-
 // Response or trailer fields as nghttp2 wants them: lowercase names, in
 // storage that lives as long as this object (nghttp2 copies them on submit).
 class field_list {
@@ -137,18 +124,12 @@ public:
     void add_literal(std::string_view name, std::string_view value) { push(name, value); }
     // A handler's field: lowercased; unsafe or engine-owned ones dropped.
     void add_handler_field(const response_header& h) {
-        if (h.name.empty() || dropped_response_field(h.name) || !http::is_token(h.name) ||
-            !field_value_safe(h.value))
-            return;
+        const auto value = http::detail::sendable_field(h, true);
+        if (!value) return;
         const std::size_t at = names_.size();
         for (char c : h.name) names_.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c);
         lowered_.push_back({nv_.size(), at, h.name.size()});
-        // RFC 9113 8.2.1: no leading or trailing whitespace in a value
-        // (HTTP/1.1 ignores it; an HTTP/2 client resets the stream).
-        std::string_view value = h.value;
-        while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-        while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-        push({}, value);
+        push({}, *value);
     }
     nghttp2_nv* data() {
         // names_ is complete: point the lowered names into it.
@@ -779,7 +760,7 @@ void h2_session::end(h2_stream& st, const std::vector<response_header>* trailers
     }
     if (trailers && st.send_body && !st.gone)
         for (const auto& t : *trailers)
-            if (!dropped_response_field(t.name)) st.trailers.push_back(t);
+            if (http::detail::sendable_field(t, true)) st.trailers.push_back(t);
     st.ended = true;
     resume(st);
     finish(st);

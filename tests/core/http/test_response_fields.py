@@ -1,0 +1,38 @@
+"""One policy for an application's response fields on both engines: the
+whitespace around a value is not sent (RFC 9110 5.5; HTTP/2 forbids it), over
+HTTP/1.1 as over HTTP/2 (before, HTTP/1.1 sent Django's cookies as
+"Set-Cookie:  csrftoken=...")."""
+import os
+import sys
+
+import m0test
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "http2"))
+import h2_support  # noqa: E402
+
+CONFIG = (
+    "frontend:\n"
+    "  type: wsgi\n"
+    "  app: \"field_apps:app\"\n"
+    f"  chdir: {os.path.join(HERE, 'apps')}\n"
+)
+
+
+def test_http1_sends_values_without_the_whitespace_around_them(m0_server):
+    server = m0_server(CONFIG, env={"VIRTUAL_ENV": sys.prefix})
+    with server.connect() as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        raw = m0test.recv_until_closed(s, timeout=m0test.scaled(10))
+    head = raw.split(b"\r\n\r\n", 1)[0]
+    assert b"\r\nSet-Cookie: csrftoken=abc; Path=/\r\n" in head, head
+    assert b"\r\nX-Padded: value\r\n" in head + b"\r\n", head
+
+
+def test_http2_sends_the_same_fields(m0_server):
+    server = m0_server(CONFIG, env={"VIRTUAL_ENV": sys.prefix})
+    client = h2_support.Client(server.port)
+    r = client.get("/")
+    assert r.status == 200
+    assert r.header("set-cookie") == "csrftoken=abc; Path=/"
+    assert r.header("x-padded") == "value"
