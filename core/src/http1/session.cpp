@@ -15,6 +15,7 @@
 #include "http/forwarded.hpp"
 #include "http/peer.hpp"
 #include "http/proxy_protocol.hpp"
+#include "http/rejection.hpp"
 #include "http/response_rules.hpp"
 #include "http/server.hpp"
 #include "http/transport.hpp"
@@ -808,16 +809,7 @@ void session::answer_error(unsigned status, std::string_view body) {
 // One line per rejected request, so an operator can tell a broken client
 // from an attack without a packet capture.
 void session::log_rejection(unsigned status, std::string_view reason) const {
-    if (!log::enabled(log::level::info)) return;
-    std::string line = log_prefix();
-    line += ": rejected request: ";
-    line += std::to_string(status);
-    line += ' ';
-    line += reason_phrase(status);
-    line += " (";
-    line += reason;
-    line += ')';
-    log::info(line);
+    if (log::enabled(log::level::info)) detail::log_rejection(log_prefix(), status, reason);
 }
 
 std::string session::log_prefix() const { return connection_log_prefix(server_->reactor_index(), remote_); }
@@ -866,12 +858,7 @@ void session::record_response() {
 }
 
 void session::record_rejection(unsigned status, std::uint64_t body_bytes) {
-    if (!recorder_) return;
-    telemetry::response_record r;
-    r.remote = remote_;
-    r.status = status;
-    r.body_bytes = body_bytes;
-    recorder_->record(r);
+    detail::record_rejection(recorder_, remote_, status, body_bytes);
 }
 
 // Output produced outside process() (a streamed piece, a late answer's

@@ -12,6 +12,7 @@
 #include <m0/recycling_allocator.hpp>
 
 #include "http/client_policy.hpp"
+#include "http/rejection.hpp"
 #include "http/response_rules.hpp"
 #include "http/server.hpp"
 #include "http/transport.hpp"
@@ -398,18 +399,18 @@ bool h2_session::make_request(h2_stream& st) {
 
 void h2_session::head_ready(h2_stream& st) {
     if (st.head_too_large) {
-        answer_error(st, 431);
+        answer_error(st, 431, "request head over http.max_header_bytes");
         return;
     }
     if (!make_request(st)) {
-        answer_error(st, 405);
+        answer_error(st, 405, "CONNECT: m0 offers no tunnels, only WebSockets (RFC 8441)");
         return;
     }
     if (auto length = st.data->req.header("content-length")) {
         std::uint64_t n = 0;
         const auto r = std::from_chars(length->data(), length->data() + length->size(), n);
         if (r.ec == std::errc() && n > limits_.max_body_size) {
-            answer_error(st, 413);
+            answer_error(st, 413, "Content-Length over http.max_body_size");
             return;
         }
     }
@@ -512,7 +513,7 @@ int h2_session::on_data(std::int32_t stream_id, const std::uint8_t* data, std::s
         if (st->dispatched && st->begun)
             reset_stream(*st, NGHTTP2_CANCEL);
         else
-            answer_error(*st, 413);
+            answer_error(*st, 413, "body over http.max_body_size");
         return 0;
     }
     if (st->streamed) {
@@ -812,7 +813,7 @@ long h2_session::read_response(h2_stream& st, std::uint8_t* buf, std::size_t len
     return n;
 }
 
-void h2_session::answer_error(h2_stream& st, unsigned status) {
+void h2_session::answer_error(h2_stream& st, unsigned status, std::string_view reason) {
     if (st.begun || st.finished) return;
     std::string body(http::reason_phrase(status));
     body.push_back('\n');
@@ -827,15 +828,9 @@ void h2_session::answer_error(h2_stream& st, unsigned status) {
         // is probing, not browsing).
         st.finished = true;
         charge_abuse();
-        if (recorder_) {
-            telemetry::response_record r;
-            r.remote = peer_.remote;
-            r.status = status;
-            r.body_bytes = size;
-            recorder_->record(r);
-        }
-        if (log::enabled(log::level::debug))
-            log::debug(log_prefix() + ": stream " + std::to_string(st.id) + " answered " + std::to_string(status));
+        http::detail::record_rejection(recorder_, peer_.remote, status, size);
+        if (log::enabled(log::level::info))
+            http::detail::log_rejection(log_prefix() + ": stream " + std::to_string(st.id), status, reason);
         submit_head(st, status, &text_plain, size, true);
     } else {
         submit_head(st, status, &text_plain, size, true);
@@ -1348,7 +1343,7 @@ void h2_session::on_timer(const error_code& ec) {
         if (st->begun)
             reset_stream(*st, NGHTTP2_CANCEL);
         else
-            answer_error(*st, 408);
+            answer_error(*st, 408, "body not received within http.body_timeout");
     }
     if (slow_head) terminate(NGHTTP2_PROTOCOL_ERROR);  // HPACK state forbids dropping one stream's head
     send();

@@ -117,8 +117,9 @@ private:
     void dispatch(const stream_ptr& st);
     void dispatch_waiting();
     bool make_request(h2_stream& st);
-    // Answers on the engine's behalf (431, 413, 408, 400), with no handler.
-    void answer_error(h2_stream& st, unsigned status);
+    // Answers on the engine's behalf (431, 405, 413, 408), with no handler
+    // (http/rejection.hpp): `reason` goes to the log.
+    void answer_error(h2_stream& st, unsigned status, std::string_view reason);
     void submit_head(h2_stream& st, unsigned status, const std::vector<http::response_header>* headers,
                      std::optional<std::uint64_t> content_length, bool with_body);
     bool accept_status(h2_stream& st, unsigned status);

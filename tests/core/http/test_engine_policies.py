@@ -1,8 +1,11 @@
-"""One policy for an application's response fields on both engines: the
+"""What HTTP/1.1 and HTTP/2 do alike, by one policy. An application's
+response fields: the
 whitespace around a value is not sent (RFC 9110 5.5; HTTP/2 forbids it), over
 HTTP/1.1 as over HTTP/2 (before, HTTP/1.1 sent Django's cookies as
-"Set-Cookie:  csrftoken=...")."""
+"Set-Cookie:  csrftoken=..."). A request the engine answers on its own is
+logged at info with its reason on both (HTTP/2 logged it at debug)."""
 import os
+import re
 import sys
 
 import m0test
@@ -36,3 +39,18 @@ def test_http2_sends_the_same_fields(m0_server):
     assert r.status == 200
     assert r.header("set-cookie") == "csrftoken=abc; Path=/"
     assert r.header("x-padded") == "value"
+
+
+def test_a_rejection_is_logged_alike_on_both_engines(m0_server):
+    # A body over http.max_body_size, announced by Content-Length: each
+    # engine answers 413 on its own and logs it at info with the reason.
+    server = m0_server(CONFIG + "http: {max_body_size: 1k}\n", env={"VIRTUAL_ENV": sys.prefix})
+    r = m0test.request(server.port, "POST", "/", headers={"Content-Length": "5000"}, body=b"")
+    assert r.status == 413
+    server.wait_for_log(re.compile(r"info: http: reactor \d+: 127\.0\.0\.1:\d+: rejected request: 413 Content Too "
+                                   r"Large \("))
+    client = h2_support.Client(server.port)
+    stream = client.request("/", method="POST", headers=[("content-length", "5000")], end_stream=False)
+    assert client.response(stream).status == 413
+    server.wait_for_log(re.compile(r"info: .*: stream 1: rejected request: 413 Content Too Large \(Content-Length "
+                                   r"over http\.max_body_size\)"))
