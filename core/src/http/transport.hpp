@@ -43,4 +43,26 @@ void transport_wait_tls(boost::asio::io_context& io, boost::asio::ip::tcp::socke
                       std::move(ready));
 }
 
+// TLS's close_notify, and the records TLS still holds (the end of the last
+// response, a GOAWAY: they did not fit in the socket), leave before the
+// send side is shut: send_close_notify() is tried again each time the
+// socket is writable until it has sent them, then done(ec) runs, ec set if
+// the socket failed. Both engines close through it; the caller bounds the
+// wait with its write timeout (closing the socket ends it with an error).
+template <class Done>
+void transport_finish_tls(boost::asio::ip::tcp::socket& socket, tls::connection& tls, Done done) {
+    if (tls.send_close_notify()) {
+        done(boost::system::error_code{});
+        return;
+    }
+    socket.async_wait(boost::asio::socket_base::wait_write,
+                      [&socket, &tls, done = std::move(done)](const boost::system::error_code& ec) mutable {
+                          if (ec) {
+                              done(ec);
+                              return;
+                          }
+                          transport_finish_tls(socket, tls, std::move(done));
+                      });
+}
+
 }  // namespace m0::http::detail

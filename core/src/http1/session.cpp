@@ -1254,29 +1254,21 @@ void session::stream_close() {
 void session::start_linger() {
     lingering_ = true;
     phase_ = read_phase::none;
-    if (tls_ && !tls_->send_close_notify()) {
-        finish_tls_output();
+    if (!tls_ || tls_->send_close_notify()) {
+        linger();
         return;
     }
-    linger();
-}
-
-// The end of the last response, held to leave with close_notify, did not
-// fit in the socket: it goes as the socket drains, under the write timeout,
-// and the close waits for it.
-void session::finish_tls_output() {
+    // The end of the last response, held to leave with close_notify, did
+    // not fit in the socket: it goes as the socket drains, under the write
+    // timeout, and the close waits for it (http/transport.hpp).
     read_deadline_ = clock::time_point::max();  // nothing is read meanwhile
     set_write_deadline(after(limits_.write_timeout, clock::now()));
     write_wait_pending_ = true;
-    socket_.async_wait(asio::socket_base::wait_write, [self = shared_from_this()](const error_code& ec) {
+    transport_finish_tls(socket_, *tls_, [self = shared_from_this()](const error_code& ec) {
         self->write_wait_pending_ = false;
         if (self->closed_) return;
         if (ec) {
             self->close();
-            return;
-        }
-        if (!self->tls_->send_close_notify()) {
-            self->finish_tls_output();
             return;
         }
         self->write_deadline_ = clock::time_point::max();

@@ -203,7 +203,6 @@ private:
 
     // Connection end.
     void start_linger();
-    void finish_tls_output();
     void linger();
     bool nothing_more_coming();
     void close();

@@ -1227,7 +1227,25 @@ void h2_session::reset_unfinishable() {
 // last frames (a GOAWAY) before the client reads them.
 void h2_session::start_linger() {
     lingering_ = true;
-    if (tls_) tls_->send_close_notify();
+    if (!tls_) {
+        linger();
+        return;
+    }
+    // What TLS holds goes first, within the write timeout (the linger
+    // deadline meanwhile: on_timer closes at it).
+    linger_until_ = limits_.write_timeout.count() > 0 ? clock::now() + limits_.write_timeout
+                                                      : clock::time_point::max();
+    http::detail::transport_finish_tls(socket_, *tls_, [self = shared_from_this()](const error_code& ec) {
+        if (self->closed_) return;
+        if (ec) {
+            self->close();
+            return;
+        }
+        self->linger();
+    });
+}
+
+void h2_session::linger() {
     error_code ec;
     socket_.shutdown(asio::socket_base::shutdown_send, ec);
     if (peer_eof_ || ec) {

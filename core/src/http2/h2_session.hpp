@@ -164,7 +164,11 @@ private:
     // whole, would never end (its handler learns the client is gone).
     bool unfinishable(const h2_stream& st) const;
     void reset_unfinishable();
+    // The close: what TLS holds and its close_notify first (under the write
+    // timeout: http/transport.hpp), then linger().
     void start_linger();
+    // Half-close, then read until the client closes or the linger timeout.
+    void linger();
     void close();
 
     void arm_timer();
