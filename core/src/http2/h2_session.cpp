@@ -281,7 +281,13 @@ int h2_session::on_header(std::int32_t stream_id, bool trailer, std::string_view
     st->header_bytes += static_cast<std::uint32_t>(std::min<std::size_t>(name.size() + value.size() + 32, 1u << 30));
     ++st->header_count;
     if (st->header_bytes > config_.max_header_list_size || st->header_count > config_.max_header_count) {
-        st->head_too_large = true;
+        st->head_too_large = "request head over http2.max_header_list_size or http2.max_header_count";
+        return 0;
+    }
+    // One field as HTTP/1.1 counts it ("name: value" and its CRLF): the
+    // same http.max_header_size on both engines.
+    if (name.size() + value.size() + 4 > limits_.max_header_size) {
+        st->head_too_large = "a request header field over http.max_header_size";
         return 0;
     }
     if (trailer || st->head_too_large) return 0;  // request trailers are not passed on
@@ -399,7 +405,7 @@ bool h2_session::make_request(h2_stream& st) {
 
 void h2_session::head_ready(h2_stream& st) {
     if (st.head_too_large) {
-        answer_error(st, 431, "request head over http.max_header_bytes");
+        answer_error(st, 431, st.head_too_large);
         return;
     }
     if (!make_request(st)) {

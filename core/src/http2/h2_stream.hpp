@@ -36,7 +36,7 @@ struct h2_stream {
     std::string cookies;                  // cookie fields, joined with "; "
     std::uint32_t header_bytes = 0;       // decoded, as SETTINGS_MAX_HEADER_LIST_SIZE counts them
     std::uint32_t header_count = 0;
-    bool head_too_large = false;
+    const char* head_too_large = nullptr;  // why its head is refused with 431 (null: it is not)
     bool head_done = false;
 
     // Request body.

@@ -54,3 +54,15 @@ def test_a_rejection_is_logged_alike_on_both_engines(m0_server):
     assert client.response(stream).status == 413
     server.wait_for_log(re.compile(r"info: .*: stream 1: rejected request: 413 Content Too Large \(Content-Length "
                                    r"over http\.max_body_size\)"))
+
+
+def test_one_field_over_max_header_size_is_refused_on_both_engines(m0_server):
+    server = m0_server(CONFIG, env={"VIRTUAL_ENV": sys.prefix})
+    big, fits = "b" * 9000, "f" * 7000  # http.max_header_size: 8 KiB
+    assert m0test.request(server.port, headers={"X-Big": big}).status == 431
+    assert m0test.request(server.port, headers={"X-Fits": fits}).status == 200
+    client = h2_support.Client(server.port)
+    assert client.get("/", headers=[("x-fits", fits)]).status == 200
+    assert client.get("/", headers=[("x-big", big)]).status == 431
+    server.wait_for_log(re.compile(r"stream \d+: rejected request: 431 .*\(a request header field over "
+                                   r"http\.max_header_size\)"))
