@@ -51,7 +51,9 @@ class NormalClient(threading.Thread):
             n += 1
             start = time.monotonic()
             try:
-                with Connection(self.port, timeout=2.0) as c:
+                # Generous (scaled) for two busy cores beside a slowhttptest:
+                # what it catches is a client never served, not a slow one.
+                with Connection(self.port, timeout=scaled(5.0)) as c:
                     c.send(f"GET /normal/{n} HTTP/1.1\r\nHost: example.com\r\n\r\n".encode())
                     r = c.read_response()
                     assert r.status == 200 and json.loads(r.body)["target"] == f"/normal/{n}", repr(r)
