@@ -9,10 +9,10 @@
 
 namespace m0::pool {
 
-void demand_probe::open_for_this_thread() noexcept {
+void demand_probe::open_for_this_thread(source prefer) noexcept {
     close();
     stat_fd_ = ::open("/proc/thread-self/stat", O_RDONLY | O_CLOEXEC);
-    fd_ = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (prefer == source::schedstat) fd_ = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
     if (fd_ >= 0 && demand_ns()) {
         kind_ = source::schedstat;
         return;

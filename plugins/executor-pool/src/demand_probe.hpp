@@ -29,8 +29,9 @@ public:
     ~demand_probe() { close(); }
 
     // On the thread to watch, once: the file is opened here and kept, so a
-    // read is one pread(2) of a few bytes and no open.
-    void open_for_this_thread() noexcept;
+    // read is one pread(2) of a few bytes and no open. `prefer`: cpu_clock
+    // skips schedstat (what a kernel without it gets; for tests).
+    void open_for_this_thread(source prefer = source::schedstat) noexcept;
     void close() noexcept;
     source kind() const noexcept { return kind_; }
 

@@ -18,6 +18,14 @@ using namespace m0::pool;
 using namespace m0::pool::test;
 namespace bdata = boost::unit_test::data;
 
+namespace m0::pool {
+// Names the source in data-driven test case names.
+inline std::ostream& operator<<(std::ostream& os, demand_probe::source s) {
+    using enum demand_probe::source;
+    return os << (s == schedstat ? "schedstat" : s == cpu_clock ? "cpu_clock" : "none");
+}
+}  // namespace m0::pool
+
 namespace {
 
 growth_sample window(double demand, unsigned busy, unsigned live, std::uint64_t queued, unsigned max = 32) {
@@ -84,11 +92,13 @@ BOOST_AUTO_TEST_CASE(schedstat_is_parsed_as_run_plus_wait) {
 
 // A thread that computes shows a demand that grows with its work, and is
 // runnable while it computes, read from another thread.
-BOOST_AUTO_TEST_CASE(a_computing_thread_shows_its_demand) {
+// Both sources: schedstat, and the thread's CPU clock of a kernel without it.
+BOOST_DATA_TEST_CASE(a_computing_thread_shows_its_demand,
+                     bdata::make({demand_probe::source::schedstat, demand_probe::source::cpu_clock}), source) {
     demand_probe probe;
     std::atomic<int> step{0};
     std::thread t([&] {
-        probe.open_for_this_thread();
+        probe.open_for_this_thread(source);
         step = 1;
         while (step.load() != 2) {
         }
@@ -99,7 +109,10 @@ BOOST_AUTO_TEST_CASE(a_computing_thread_shows_its_demand) {
         for (int seen = 3; seen != 4; seen = step.load()) step.wait(seen);  // a futex wait: asleep
     });
     while (step.load() != 1) std::this_thread::yield();
-    BOOST_TEST((probe.kind() != demand_probe::source::none));
+    if (source == demand_probe::source::cpu_clock)
+        BOOST_TEST((probe.kind() == demand_probe::source::cpu_clock));
+    else
+        BOOST_TEST((probe.kind() != demand_probe::source::none));
     const auto before = probe.demand_ns();
     BOOST_REQUIRE(before.has_value());
     step = 2;

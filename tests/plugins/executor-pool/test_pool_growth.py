@@ -97,6 +97,22 @@ def test_flask_views_waiting_on_io_are_served_together_with_the_defaults(m0_serv
     assert pool(port)["threads"] <= BOUND
 
 
+def test_a_page_is_served_while_a_stream_waits_with_the_defaults(m0_server):
+    """A streamed response that waits holds its thread; another request is
+    served meanwhile (it releases the stream), not after the stream ends."""
+    server = m0_server(config("growth_apps:app"), env=PYTHON)
+    with server.connect() as sock:
+        sock.sendall(b"GET /stream HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        received = b""
+        while b"first" not in received:
+            chunk = sock.recv(4096)
+            assert chunk, received
+            received += chunk
+        assert m0test.request(server.port, path="/release", timeout=60).body == b"ok"
+        received += m0test.recv_until_closed(sock, timeout=60)
+    assert b"released" in received and b"alone" not in received, received
+
+
 def test_cpu_bound_views_at_64_connections_do_not_grow_the_pool(m0_server):
     server = m0_server(config("growth_apps:app"), env=PYTHON)
     responses, seen = under_load(server, "/cpu")
