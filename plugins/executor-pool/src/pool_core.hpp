@@ -182,7 +182,6 @@ private:
     // runnable now add to the demand (counted whole); `computing`: how many
     // of them were counted blocked.
     double runnable_shortfall(const std::vector<demand_reading>& after, unsigned& computing);
-    std::vector<double> thread_demand_;  // governor only: each slot's demand in the last window (-1: none)
     // Opens (on its own thread) or closes the calling thread's probe.
     void open_probe(slot& s);
     void close_probe_locked(slot& s) noexcept;
@@ -231,6 +230,7 @@ private:
     std::atomic<bool> governor_asleep_{false};
     std::atomic<unsigned> blocked_{0};
     std::atomic<std::uint64_t> parks_{0};
+    std::vector<double> thread_demand_;  // the governor's: each slot's demand in its last window (-1: none)
 
     std::mutex threads_mutex_;  // spawning, joining, lane registration
     bool started_ = false;
