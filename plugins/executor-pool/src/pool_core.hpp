@@ -178,6 +178,11 @@ private:
         bool in_job = false;
     };
     void read_demand(std::vector<demand_reading>& out);
+    // Σ of the threads' demand between two readings `span_ns` apart (each
+    // thread's in thread_demand_); `blocked`: threads in a job at both ends
+    // that ran less than blocked_thread_demand.
+    double measure_demand(const std::vector<demand_reading>& before, const std::vector<demand_reading>& after,
+                          std::int64_t span_ns, unsigned& blocked);
     // What the threads measured low in the last window but on a CPU or
     // runnable now add to the demand (counted whole); `computing`: how many
     // of them were counted blocked.

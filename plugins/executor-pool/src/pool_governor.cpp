@@ -79,6 +79,21 @@ double pool_core::runnable_shortfall(const std::vector<demand_reading>& after, u
     return shortfall;
 }
 
+double pool_core::measure_demand(const std::vector<demand_reading>& before, const std::vector<demand_reading>& after,
+                                 std::int64_t span_ns, unsigned& blocked) {
+    const double dt = static_cast<double>(std::max<std::int64_t>(1, span_ns));
+    double demand = 0;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+        const auto &a = before[i], &b = after[i];
+        thread_demand_[i] = -1;  // not measured over this span
+        if (!a.valid || !b.valid || a.generation != b.generation) continue;
+        thread_demand_[i] = static_cast<double>(b.ns >= a.ns ? b.ns - a.ns : 0) / dt;
+        demand += thread_demand_[i];
+        if (a.in_job && b.in_job && thread_demand_[i] < blocked_thread_demand) ++blocked;
+    }
+    return demand;
+}
+
 void pool_core::governor_main() {
     pthread_setname_np(pthread_self(), "m0-growth");
     std::vector<demand_reading> before(slots_.size()), after(slots_.size());
@@ -87,16 +102,20 @@ void pool_core::governor_main() {
     // demand they measured (before any correction).
     std::int64_t last_log_ns = 0;
     unsigned windows = 0;
-    // The previous window asked to grow too: one window alone never grows
-    // the pool (a misjudged window would add up to max_threads at once).
-    bool confirmed = false;
+    // The previous window asked to grow too, from these readings: one window
+    // alone never grows the pool (a misjudged window would add up to
+    // max_threads at once), and the second decides over both, so that a lump
+    // of run-queue wait the kernel added late weighs half as much.
+    bool confirming = false;
+    std::vector<demand_reading> span_start(slots_.size());
+    std::int64_t span_t0 = 0;
     double least = 1e9, most = 0;
     std::unique_lock lock(governor_mutex_);
     for (;;) {
         // Asleep until a push finds no idle thread (announce, then re-check).
         while (!stopping() && !growth_pressure()) {
             blocked_.store(0, std::memory_order_relaxed);
-            confirmed = false;
+            confirming = false;
             governor_asleep_.exchange(true);
             if (growth_pressure()) {
                 governor_asleep_.exchange(false);
@@ -119,41 +138,43 @@ void pool_core::governor_main() {
 
         growth_sample g;
         unsigned blocked = 0;
-        const double dt = static_cast<double>(std::max<std::int64_t>(1, t1 - t0));
-        for (std::size_t i = 0; i < slots_.size(); ++i) {
-            const auto &a = before[i], &b = after[i];
-            thread_demand_[i] = -1;  // not measured over this window
-            if (!a.valid || !b.valid || a.generation != b.generation) continue;
-            thread_demand_[i] = static_cast<double>(b.ns >= a.ns ? b.ns - a.ns : 0) / dt;
-            g.demand += thread_demand_[i];
-            if (a.in_job && b.in_job && thread_demand_[i] < blocked_thread_demand) ++blocked;
-        }
+        g.demand = measure_demand(before, after, t1 - t0, blocked);
         const unsigned live = live_.load(), idle = idle_.load();
         g.busy = live > idle ? live - idle : 0;
         g.live = live;
         g.max = options_.max_threads;
         g.queued = queued_jobs();
         g.sustained = parks_.load(std::memory_order_relaxed) == parks && growth_pressure();
-        unsigned add = threads_to_add(g);
         const double measured = g.demand;
         ++windows;
         least = std::min(least, measured);
         most = std::max(most, measured);
-        if (add > 0) {
-            // Before growing, the threads that showed little demand are
-            // asked whether they are on a CPU or waiting for one now: the
-            // kernel adds such time late (demand_probe::runnable), and a
-            // thread that computes must count whole, or a busy machine would
-            // grow the pool for CPU work.
+        // Before growing, the threads that showed little demand are asked
+        // whether they are on a CPU or waiting for one now: the kernel adds
+        // such time late (demand_probe::runnable), and a thread that computes
+        // must count whole, or a busy machine would grow the pool for CPU work.
+        const auto corrected = [&](unsigned& blocked_seen) {
+            if (threads_to_add(g) == 0) return 0u;
             unsigned computing = 0;
             g.demand += runnable_shortfall(after, computing);
-            blocked -= std::min(blocked, computing);
-            add = threads_to_add(g);
-        }
+            blocked_seen -= std::min(blocked_seen, computing);
+            return threads_to_add(g);
+        };
+        const bool wants = corrected(blocked) > 0;
         blocked_.store(blocked, std::memory_order_relaxed);
-        const bool wants = add > 0;
-        if (!confirmed) add = 0;
-        confirmed = wants && add == 0;
+        unsigned add = 0;
+        if (wants && confirming) {
+            unsigned unused = 0;
+            g.demand = measure_demand(span_start, after, t1 - span_t0, unused);
+            add = corrected(unused);
+            confirming = false;
+        } else if (wants) {
+            span_start = before;
+            span_t0 = t0;
+            confirming = true;
+        } else {
+            confirming = false;
+        }
         if (add > 0) {
             std::lock_guard threads_lock(threads_mutex_);
             for (unsigned k = 0; k < add && !stopping() && live_.load() < options_.max_threads; ++k) spawn_locked();
