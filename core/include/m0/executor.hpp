@@ -174,6 +174,11 @@ struct executor_stats {
     std::optional<std::uint64_t> threads;         // threads that run jobs
     std::optional<std::uint64_t> threads_busy;    // of them, inside a job now
     std::optional<std::uint64_t> threads_parked;  // of them, blocked waiting for work
+    // Of the busy ones, those that ran little lately: blocked outside the
+    // application's code (I/O, a lock) or queued for the GIL. The pool
+    // measures it while jobs wait for a thread (its growth follows it).
+    std::optional<std::uint64_t> threads_blocked;
+    std::optional<std::uint64_t> threads_max;     // the most threads it may run (m0 --check)
     std::optional<std::uint64_t> queue_depth;     // jobs submitted and not started yet
     std::optional<std::uint64_t> jobs_done;       // jobs run to their end
     std::optional<queue_wait_histogram> queue_wait;

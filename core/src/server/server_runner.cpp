@@ -8,6 +8,7 @@
 
 #include <m0/plugin.hpp>
 
+#include "server/connection_report.hpp"
 #include "server/deployment.hpp"
 #include "server/listen_sockets.hpp"
 #include "server/prefork.hpp"
@@ -70,6 +71,7 @@ int run_server(const run_options& options) {
         }
         std::cout << d.doc.effective_yaml();
         if (d.doc.effective_yaml().empty() || d.doc.effective_yaml().back() != '\n') std::cout << "\n";
+        print_connection_report(d, std::cerr);
         std::cerr << "m0: configuration OK\n";
         return 0;
     }

@@ -167,6 +167,7 @@ void metrics_sampler::sample_executor(std::size_t index, const executor_stats& s
     gauge(st.threads, slot.threads, f::has_threads);
     gauge(st.threads_busy, slot.busy, f::has_busy);
     gauge(st.threads_parked, slot.parked, f::has_parked);
+    gauge(st.threads_blocked, slot.blocked, f::has_blocked);
     gauge(st.queue_depth, slot.queue_depth, f::has_queue_depth);
     gauge(st.threads_written_off, slot.written_off_now, f::has_written_off);
     if (deadlines_ && index < deadlines_->executor_count()) {

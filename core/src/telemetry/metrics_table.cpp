@@ -127,6 +127,7 @@ struct metrics_table::totals {
         std::uint32_t known = 0;
         std::uint64_t threads = 0, busy = 0, parked = 0, queue_depth = 0, jobs_done = 0, wait_sum_ns = 0;
         std::uint64_t deadlines = 0, written_off = 0, given_up = 0, written_off_now = 0;
+        std::uint64_t blocked = 0;
         std::int64_t loop_lag_ns = 0;
         std::array<std::uint64_t, queue_wait_histogram::bounds_us.size() + 1> wait{};
         bool has(std::uint32_t field) const { return (known & field) != 0; }
@@ -206,7 +207,7 @@ void metrics_table::clear_gauges(unsigned process) noexcept {
     }
     for (std::size_t e = 0; e < executors_.size(); ++e) {
         auto& x = executor(process, e);
-        for (auto* g : {&x.threads, &x.busy, &x.parked, &x.queue_depth, &x.written_off_now})
+        for (auto* g : {&x.threads, &x.busy, &x.parked, &x.queue_depth, &x.written_off_now, &x.blocked})
             g->store(0, std::memory_order_relaxed);
         x.loop_lag_ns.store(0, std::memory_order_relaxed);
     }
@@ -306,6 +307,7 @@ void metrics_table::sum_executors(unsigned p, bool alive, totals& t) const {
         into.threads += load(x.threads);
         into.busy += load(x.busy);
         into.parked += load(x.parked);
+        into.blocked += load(x.blocked);
         into.queue_depth += load(x.queue_depth);
         into.loop_lag_ns = std::max(into.loop_lag_ns, x.loop_lag_ns.load(std::memory_order_relaxed));
     }
@@ -438,12 +440,16 @@ void metrics_table::prometheus_executors(const totals& t, std::string& out) cons
     };
     using f = executor_slot::field;
     family(f::has_busy, "m0_executor_threads", "gauge",
-           "Executor threads by state: busy (in a job), parked (blocked waiting for work), idle (neither).",
+           "Executor threads by state: busy (in a job), parked (blocked waiting for work), idle (neither); "
+           "blocked: of the busy ones, those that ran little lately (waiting on I/O, a lock or the GIL).",
            [&](std::size_t e, const totals::per_executor& x) {
                const std::uint64_t idle = x.threads > x.busy + x.parked ? x.threads - x.busy - x.parked : 0;
                out += "m0_executor_threads{" + labels(e) + ",state=\"busy\"} " + std::to_string(x.busy) + "\n";
                out += "m0_executor_threads{" + labels(e) + ",state=\"idle\"} " + std::to_string(idle) + "\n";
                out += "m0_executor_threads{" + labels(e) + ",state=\"parked\"} " + std::to_string(x.parked) + "\n";
+               if (x.has(f::has_blocked))
+                   out += "m0_executor_threads{" + labels(e) + ",state=\"blocked\"} " + std::to_string(x.blocked) +
+                          "\n";
                if (x.has(f::has_written_off))
                    out += "m0_executor_threads{" + labels(e) + ",state=\"written_off\"} " +
                           std::to_string(x.written_off_now) + "\n";
@@ -590,7 +596,7 @@ void metrics_table::json_executors(const totals& t, std::string& out) const {
         if (e) out += ",";
         out += "{\"name\":" + json_string(executors_[e].name) + ",\"type\":" + json_string(executors_[e].type) +
                ",\"threads\":" + field(f::has_threads, x.threads) + ",\"busy\":" + field(f::has_busy, x.busy) +
-               ",\"parked\":" + field(f::has_parked, x.parked) +
+               ",\"parked\":" + field(f::has_parked, x.parked) + ",\"blocked\":" + field(f::has_blocked, x.blocked) +
                ",\"queue_depth\":" + field(f::has_queue_depth, x.queue_depth) +
                ",\"jobs_done\":" + field(f::has_jobs_done, x.jobs_done) +
                ",\"written_off\":" + field(f::has_written_off, x.written_off_now) +

@@ -65,10 +65,11 @@ struct reactor_slot {
 struct executor_slot {
     enum field : std::uint32_t {
         has_threads = 1, has_busy = 2, has_parked = 4, has_queue_depth = 8, has_jobs_done = 16,
-        has_queue_wait = 32, has_loop_lag = 64, has_deadlines = 128, has_written_off = 256,
+        has_queue_wait = 32, has_loop_lag = 64, has_deadlines = 128, has_written_off = 256, has_blocked = 512,
     };
     std::atomic<std::uint32_t> known{0};  // which fields the executor reports
     std::atomic<std::uint64_t> threads{0}, busy{0}, parked{0}, queue_depth{0};
+    std::atomic<std::uint64_t> blocked{0};  // of the busy ones
     std::atomic<std::int64_t> loop_lag_ns{0};
     std::atomic<std::uint64_t> jobs_done{0};
     std::array<std::atomic<std::uint64_t>, queue_wait_histogram::bounds_us.size() + 1> wait{};

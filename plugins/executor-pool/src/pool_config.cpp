@@ -1,5 +1,6 @@
 #include "pool_config.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace m0::pool {
@@ -10,12 +11,24 @@ pool_options read_pool_options(const config_node& section, const char* env_ring,
     config_errors errors;
     errors.check([&] {
         section.allow_keys({"threads", "max_threads", "idle_timeout", "spin", "reactor_spin", "batch_sched",
-                            "ring", "ring_capacity", "max_job_age", "colocate"});
+                            "ring", "ring_capacity", "max_job_age", "colocate", "growth"});
     });
     pool_options o;
+    errors.check([&] {
+        // auto: a user who sized the pool (threads or max_threads) gets the
+        // eager growth of that size, exactly as before the governor existed;
+        // with neither, the pool starts at one thread and grows only while
+        // its threads are blocked outside the interpreter.
+        const std::string growth = section.one_of("growth", "auto", {"auto", "blocked", "eager"});
+        const bool sized = section.has("threads") || section.has("max_threads");
+        o.growth = growth == "blocked" || (growth == "auto" && !sized) ? growth_kind::blocked : growth_kind::eager;
+        section.set_effective("growth", to_string(o.growth));
+    });
     errors.check([&] { o.threads = static_cast<unsigned>(section.integer("threads", 1, 1, max_pool_threads)); });
     errors.check([&] {
-        o.max_threads = static_cast<unsigned>(section.integer("max_threads", o.threads, o.threads, max_pool_threads));
+        const unsigned bound = o.growth == growth_kind::blocked ? std::max(o.threads, default_blocked_max_threads)
+                                                                : o.threads;
+        o.max_threads = static_cast<unsigned>(section.integer("max_threads", bound, o.threads, max_pool_threads));
     });
     errors.check([&] {
         o.idle_timeout = section.duration("idle_timeout", seconds(30));

@@ -65,6 +65,7 @@ std::int64_t now_ns() noexcept {
 
 void pool_core::count_taken(job_counters& c, std::int64_t queued_ns) noexcept {
     const auto waited = static_cast<std::uint64_t>(std::max<std::int64_t>(0, now_ns() - queued_ns));
+    bump(c.taken, 1);
     bump(c.wait[queue_wait_histogram::bucket_of(waited)], 1);
     bump(c.wait_sum_ns, waited);
 }
@@ -78,6 +79,23 @@ executor_stats pool_core::stats() const {
     st.threads_busy = live > idle ? live - idle : 0;
     st.threads_parked = std::min(parked, live);
     st.threads_written_off = written_off_.load();
+    if (options_.growth == growth_kind::blocked) st.threads_blocked = std::min(blocked_threads(), live);
+    st.threads_max = options_.max_threads;
+    st.queue_depth = queued_jobs();
+    queue_wait_histogram wait;
+    std::uint64_t done = 0;
+    for (const auto& s : slots_) {
+        done += s->counted.done.load(std::memory_order_relaxed);
+        for (std::size_t b = 0; b < wait.buckets.size(); ++b)
+            wait.buckets[b] += s->counted.wait[b].load(std::memory_order_relaxed);
+        wait.sum_ns += s->counted.wait_sum_ns.load(std::memory_order_relaxed);
+    }
+    st.jobs_done = done;
+    st.queue_wait = wait;
+    return st;
+}
+
+std::uint64_t pool_core::queued_jobs() const noexcept {
     std::uint64_t depth = 0;
     const std::size_t lanes = lane_count_.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < lanes; ++i) {
@@ -90,18 +108,11 @@ executor_stats pool_core::stats() const {
         const auto pushed = l->pushed_seen.load(std::memory_order_relaxed);
         depth += (pushed > taken ? pushed - taken : 0) + l->overflow_seen.load(std::memory_order_relaxed);
     }
-    st.queue_depth = depth;
-    queue_wait_histogram wait;
-    std::uint64_t done = 0;
-    for (const auto& s : slots_) {
-        done += s->counted.done.load(std::memory_order_relaxed);
-        for (std::size_t b = 0; b < wait.buckets.size(); ++b)
-            wait.buckets[b] += s->counted.wait[b].load(std::memory_order_relaxed);
-        wait.sum_ns += s->counted.wait_sum_ns.load(std::memory_order_relaxed);
-    }
-    st.jobs_done = done;
-    st.queue_wait = wait;
-    return st;
+    return depth;
+}
+
+const char* to_string(growth_kind kind) noexcept {
+    return kind == growth_kind::blocked ? "blocked" : "eager";
 }
 
 const char* to_string(ring_kind kind) noexcept {
@@ -169,6 +180,7 @@ void pool_core::start() {
     if (started_) return;
     started_ = true;
     for (unsigned i = 0; i < options_.threads; ++i) spawn_locked();
+    if (options_.growth == growth_kind::blocked) start_governor();
 }
 
 std::shared_ptr<lane_state> pool_core::add_lane(std::shared_ptr<reactor_waker> waker) {
@@ -192,6 +204,7 @@ unsigned pool_core::stop(std::chrono::milliseconds grace) {
         for (auto& s : slots_)
             if (s->thread.joinable()) to_join.push_back(s.get());
     }
+    stop_governor();  // before the threads: it reads their probes and spawns
     // After stopping_ is set, a thread either sees it before parking or is
     // parked and seen here; the `none` pool's threads each take one token.
     parked_.fetch_add(0);  // stopping_ → read who is parked
@@ -242,6 +255,7 @@ void pool_core::spawn_locked() {
         s.exited.store(false);
         s.written_off.store(false);
         s.state.store(running);
+        ++s.generation;
         live_.fetch_add(1);
         idle_.fetch_add(1);  // idle until it takes a job, so nobody spawns a twin
         s.thread = std::thread([this, i] { thread_main(i); });
@@ -285,6 +299,10 @@ void pool_core::retire_written_off(slot& s) {
 
 void pool_core::maybe_grow() {
     if (live_.load() >= options_.max_threads || idle_.load() != 0 || stopping()) return;
+    if (options_.growth == growth_kind::blocked) {
+        request_growth();  // the governor decides, from what the threads do
+        return;
+    }
     std::lock_guard lock(threads_mutex_);
     if (!started_ || stopping() || live_.load() >= options_.max_threads || idle_.load() != 0) return;
     spawn_locked();
@@ -453,6 +471,7 @@ std::optional<pool_core::idle_end> pool_core::leave_if_surplus(slot& s, lane_sta
             if (!live_.compare_exchange_weak(live, live - 1)) continue;
             // The slot is free from here: the next spawn joins this thread
             // (which only returns now) and reuses it.
+            close_probe_locked(s);
             std::lock_guard exit_lock(exit_mutex_);
             s.exited.store(true, std::memory_order_release);
             return idle_end::left;
@@ -496,6 +515,7 @@ pool_core::idle_end pool_core::idle_ring(slot& s, lane_state*& lane, queued_job&
         // One FUTEX_WAIT, refused by the kernel if a waker has already
         // moved the word to `woken`.
         if (options_.batch_sched) set_scheduling(SCHED_BATCH, s.batch);
+        if (options_.growth == growth_kind::blocked) parks_.fetch_add(1, std::memory_order_relaxed);
         if (s.state.wait_while(parked, options_.idle_timeout)) {
             s.state.store(running);  // the waker moved us to `woken`
         } else {
@@ -516,6 +536,7 @@ pool_core::idle_end pool_core::idle_none(slot& s, lane_state*& lane, queued_job&
         s.state.store(parked);  // observability only; wakes go through the semaphore
         parked_.fetch_add(1);
         if (options_.batch_sched) set_scheduling(SCHED_BATCH, s.batch);
+        if (options_.growth == growth_kind::blocked) parks_.fetch_add(1, std::memory_order_relaxed);
         const bool got = job_semaphore_.wait(options_.idle_timeout);
         parked_.fetch_sub(1);
         s.state.store(running);
@@ -534,6 +555,7 @@ void pool_core::thread_main(unsigned index) {
     pthread_setname_np(pthread_self(), name.c_str());
     s.tid.store(::gettid());
     if (have_start_cpus_) pthread_setaffinity_np(pthread_self(), sizeof start_cpus_, &start_cpus_);
+    if (options_.growth == growth_kind::blocked) open_probe(s);
     run_start_hooks();
 
     lane_state* lane = nullptr;
@@ -580,6 +602,10 @@ void pool_core::thread_main(unsigned index) {
     if (end != idle_end::left) {
         s.tid.store(0);
         run_stop_hooks();
+        if (options_.growth == growth_kind::blocked) {
+            std::lock_guard lock(threads_mutex_);
+            close_probe_locked(s);
+        }
         idle_.fetch_sub(1);
         live_.fetch_sub(1);
         std::lock_guard lock(exit_mutex_);

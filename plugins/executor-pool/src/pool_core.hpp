@@ -20,6 +20,7 @@
 #include <m0/rings/futex_word.hpp>
 #include <m0/rings/wake_channel.hpp>
 
+#include "demand_probe.hpp"
 #include "entry_ring.hpp"
 #include "pool_options.hpp"
 
@@ -134,12 +135,16 @@ public:
     unsigned live_threads() const noexcept { return live_.load(); }
     unsigned parked_threads() const noexcept { return parked_.load(); }
     unsigned idle_threads() const noexcept { return idle_.load(); }
+    // growth: blocked — busy threads that ran little in the governor's last
+    // window (0 while no job waits for a thread: then it does not measure).
+    unsigned blocked_threads() const noexcept { return blocked_.load(std::memory_order_relaxed); }
 
 private:
     enum slot_state : int { running = 0, parked = 1, woken = 2 };
     // What one thread counts about the jobs it took. Written by that thread
     // alone (a load and a store, no read-modify-write), read by stats().
     struct job_counters {
+        std::atomic<std::uint64_t> taken{0};  // taken != done: inside a job
         std::atomic<std::uint64_t> done{0};
         std::array<std::atomic<std::uint64_t>, queue_wait_histogram::bounds_us.size() + 1> wait{};
         std::atomic<std::uint64_t> wait_sum_ns{0};
@@ -153,12 +158,45 @@ private:
         std::atomic<bool> written_off{false};  // given up at a request deadline: exits after its job
         std::atomic<bool> in_job{false};       // inside run_job (write_off applies only then)
         bool batch = false;    // its own thread only: under SCHED_BATCH now (parked, with batch_sched)
+        // growth: blocked. Under threads_mutex_: opened by the thread when it
+        // starts, closed before it exits, read by the governor; the
+        // generation tells a window's two readings of one thread from those
+        // of a predecessor and its successor in the slot.
+        demand_probe probe;
+        std::uint64_t generation = 0;
         std::thread thread;
     };
 
     static void count_taken(job_counters& c, std::int64_t queued_ns) noexcept;
     static void count_done(job_counters& c) noexcept;
     void maybe_grow();
+    // growth: blocked (pool_governor.cpp). A job waits and no thread is idle:
+    // wakes the governor if it sleeps; one read-modify-write otherwise.
+    void request_growth() noexcept;
+    bool growth_pressure() const noexcept;
+    std::uint64_t queued_jobs() const noexcept;
+    void start_governor();
+    void stop_governor();
+    void governor_main();
+    struct demand_reading {
+        std::uint64_t generation = 0;
+        std::uint64_t ns = 0;
+        bool valid = false;
+        bool in_job = false;
+    };
+    void read_demand(std::vector<demand_reading>& out);
+    // Σ of the threads' demand between two readings `span_ns` apart (each
+    // thread's in thread_demand_); `blocked`: threads in a job at both ends
+    // that ran less than blocked_thread_demand.
+    double measure_demand(const std::vector<demand_reading>& before, const std::vector<demand_reading>& after,
+                          std::int64_t span_ns, unsigned& blocked);
+    // What the threads measured low in the last window but on a CPU or
+    // runnable now add to the demand (counted whole); `computing`: how many
+    // of them were counted blocked.
+    double runnable_shortfall(const std::vector<demand_reading>& after, unsigned& computing);
+    // Opens (on its own thread) or closes the calling thread's probe.
+    void open_probe(slot& s);
+    void close_probe_locked(slot& s) noexcept;
     void spawn_locked();
     bool wake_one() noexcept;
     void wake_all() noexcept;
@@ -197,6 +235,18 @@ private:
     std::atomic<unsigned> written_off_{0};  // written off and not returned yet (not in live_)
     std::atomic<bool> stopping_{false};
     std::atomic<unsigned> wake_cursor_{0};
+
+    // growth: blocked. The governor sleeps on governor_cv_ while nothing
+    // presses (governor_asleep_), and samples a window at a time while jobs
+    // wait with no idle thread. parks_ counts parks, so a window in which
+    // a thread went idle does not count as pressure.
+    std::thread governor_;
+    std::mutex governor_mutex_;
+    std::condition_variable governor_cv_;
+    std::atomic<bool> governor_asleep_{false};
+    std::atomic<unsigned> blocked_{0};
+    std::atomic<std::uint64_t> parks_{0};
+    std::vector<double> thread_demand_;  // the governor's: each slot's demand in its last window (-1: none)
 
     std::mutex threads_mutex_;  // spawning, joining, lane registration
     bool started_ = false;

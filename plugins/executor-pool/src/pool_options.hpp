@@ -11,9 +11,31 @@ enum class ring_kind { vyukov, lockfree, none };
 
 const char* to_string(ring_kind kind) noexcept;
 
+// How the pool grows beyond `threads` while jobs wait and no thread is idle.
+//  eager:   at once, up to max_threads (what a user who sizes the pool
+//           asks for).
+//  blocked: only while its busy threads are blocked outside the
+//           interpreter (I/O, sleeps, locks), as the governor measures
+//           their scheduler demand; never while they compute or queue for
+//           the GIL (pool_governor.cpp).
+enum class growth_kind { eager, blocked };
+
+const char* to_string(growth_kind kind) noexcept;
+
+// The bound of `growth: blocked` when max_threads is not set: with Django's
+// persistent connections one database connection per thread, and 3 serving
+// processes of 32 (96) still fit PostgreSQL's default max_connections (100,
+// 3 of them reserved for superusers); 32 requests may wait on I/O at once
+// per process.
+inline constexpr unsigned default_blocked_max_threads = 32;
+
 struct pool_options {
     unsigned threads = 1;        // started by start(); never shrinks below
     unsigned max_threads = 1;    // grown to while jobs wait
+    growth_kind growth = growth_kind::eager;
+    // growth: blocked — the window over which the governor measures the
+    // threads' demand before deciding (test hook, not a YAML key).
+    std::chrono::nanoseconds growth_window = std::chrono::milliseconds(10);
     std::chrono::nanoseconds idle_timeout = std::chrono::seconds(30);
     // How long an idle thread polls the rings before parking. 0 (default):
     // park at once — on a small machine a spinning thread takes the core

@@ -103,8 +103,9 @@ def effective_section(text, name):
 @needs_python
 def test_the_defaults_of_workers_share_the_cores_and_bound_the_pool():
     """`--workers N` alone: CPUs / N reactors per process (never more reactors
-    than cores), one pool thread that never grows (a process opens at most one
-    database connection per pool thread), all shown by --check."""
+    than cores), a pool of one thread that grows while its threads are blocked,
+    up to 32 (a process opens at most one database connection per pool
+    thread: --check prints the total), all shown by --check."""
     cpus = os.cpu_count() or 1
     base = ("--app", "client_apps:wsgi_app", "--interface", "wsgi", "--chdir", HTTP_APPS, "--check")
     for workers in (1, 2, 4):
@@ -113,7 +114,9 @@ def test_the_defaults_of_workers_share_the_cores_and_bound_the_pool():
         server = effective_section(out.stdout, "server")
         assert f"threads: {max(1, cpus // workers)}" in server, out.stdout
         executor = effective_section(out.stdout, "executor")
-        assert "type: pool" in executor and "threads: 1" in executor and "max_threads: 1" in executor, out.stdout
+        assert "type: pool" in executor and "threads: 1" in executor and "max_threads: 32" in executor, out.stdout
+        assert "growth: blocked" in executor, out.stdout
+        assert f"{workers} process(es) x 32 = {32 * workers}" in out.stderr, out.stderr
 
 
 @needs_python

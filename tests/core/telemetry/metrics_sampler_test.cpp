@@ -49,6 +49,7 @@ executor_stats busy_pool(std::uint64_t busy, std::uint64_t done) {
     st.threads = 4;
     st.threads_busy = busy;
     st.threads_parked = 4 - busy;
+    st.threads_blocked = busy - 1;  // of the busy ones
     st.queue_depth = 1;
     st.jobs_done = done;
     queue_wait_histogram w;
@@ -85,6 +86,7 @@ BOOST_AUTO_TEST_CASE(executor_and_plugin_series_summed_over_processes) {
     BOOST_TEST(contains(text, "m0_executor_threads{" + labels + ",state=\"busy\"} 3\n"));
     BOOST_TEST(contains(text, "m0_executor_threads{" + labels + ",state=\"parked\"} 1\n"));
     BOOST_TEST(contains(text, "m0_executor_threads{" + labels + ",state=\"idle\"} 0\n"));
+    BOOST_TEST(contains(text, "m0_executor_threads{" + labels + ",state=\"blocked\"} 2\n"));
     BOOST_TEST(contains(text, "m0_executor_queue_depth{" + labels + "} 1\n"));
     BOOST_TEST(contains(text, "m0_executor_jobs_done_total{" + labels + "} 17\n"));
     BOOST_TEST(contains(text, "m0_executor_queue_wait_seconds_count{" + labels + "} 17\n"));
@@ -96,7 +98,7 @@ BOOST_AUTO_TEST_CASE(executor_and_plugin_series_summed_over_processes) {
     const std::string json = table.status_json();
     BOOST_TEST_INFO(json);
     BOOST_TEST(contains(json, "\"executors\":[{\"name\":\"app\",\"type\":\"pool\",\"threads\":4,\"busy\":3,"
-                              "\"parked\":1,\"queue_depth\":1,\"jobs_done\":17,"));
+                              "\"parked\":1,\"blocked\":2,\"queue_depth\":1,\"jobs_done\":17,"));
     BOOST_TEST(contains(json, "\"loop_lag_seconds\":null}"));
     BOOST_TEST(contains(json, "{\"name\":\"m0_test_sent_total\",\"type\":\"counter\",\"labels\":{\"kind\":\"a\\\"b\"},"
                               "\"value\":10}"));

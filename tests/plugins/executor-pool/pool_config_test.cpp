@@ -30,7 +30,8 @@ std::string error_of(const std::string& yaml) {
 BOOST_AUTO_TEST_CASE(defaults) {
     const auto o = read("executor:\n  type: pool\n");
     BOOST_TEST(o.threads == 1u);
-    BOOST_TEST(o.max_threads == 1u);
+    BOOST_TEST(o.max_threads == default_blocked_max_threads);
+    BOOST_TEST((o.growth == growth_kind::blocked));
     BOOST_TEST((o.idle_timeout == 30s));
     BOOST_TEST((o.spin == 0us));
     BOOST_TEST((o.reactor_spin == 0us));
@@ -57,6 +58,36 @@ BOOST_AUTO_TEST_CASE(colocate_auto_follows_reactors_and_cores) {
     for (const auto& [reactors, shown] : {std::pair{1u, "colocate: false"}, std::pair{2u, "colocate: true"}}) {
         auto doc = m0::config_document::from_string(none, "test.yaml");
         (void)read_pool_options(doc.root().child("executor").child("pool"), nullptr, reactors, 2);
+        BOOST_TEST(doc.effective_yaml().find(shown) != std::string::npos, doc.effective_yaml());
+    }
+}
+
+// growth: auto — with neither threads nor max_threads the pool grows while
+// its threads are blocked, up to 32; a user who set either keeps the eager
+// growth of before, max_threads defaulting to threads; `growth` overrides,
+// and the effective value is what `m0 --check` shows.
+BOOST_AUTO_TEST_CASE(growth_follows_whether_the_pool_was_sized) {
+    const auto pool = [](const std::string& keys) { return read("executor:\n  pool:\n" + keys); };
+    BOOST_TEST((pool("    growth: auto\n").growth == growth_kind::blocked));
+    for (const std::string sized : {"    threads: 1\n", "    threads: 4\n", "    max_threads: 8\n"}) {
+        const auto o = pool(sized);
+        BOOST_TEST((o.growth == growth_kind::eager), sized);
+    }
+    BOOST_TEST(pool("    threads: 4\n").max_threads == 4u);
+    BOOST_TEST(pool("    max_threads: 8\n").threads == 1u);
+    BOOST_TEST(pool("    max_threads: 8\n").max_threads == 8u);
+    const auto blocked = pool("    threads: 2\n    max_threads: 64\n    growth: blocked\n");
+    BOOST_TEST((blocked.growth == growth_kind::blocked));
+    BOOST_TEST(blocked.max_threads == 64u);
+    BOOST_TEST(pool("    threads: 40\n    growth: blocked\n").max_threads == 40u);
+    const auto eager = pool("    growth: eager\n");
+    BOOST_TEST((eager.growth == growth_kind::eager));
+    BOOST_TEST(eager.max_threads == 1u);
+    BOOST_TEST(error_of("executor:\n  pool:\n    growth: lazy\n").find("executor.pool.growth") != std::string::npos);
+    for (const auto& [yaml, shown] : {std::pair{"executor:\n  type: pool\n", "growth: blocked"},
+                                      std::pair{"executor:\n  pool:\n    threads: 2\n", "growth: eager"}}) {
+        auto doc = m0::config_document::from_string(yaml, "test.yaml");
+        (void)read_pool_options(doc.root().child("executor").child("pool"), nullptr, 1, 2);
         BOOST_TEST(doc.effective_yaml().find(shown) != std::string::npos, doc.effective_yaml());
     }
 }

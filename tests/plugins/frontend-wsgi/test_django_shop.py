@@ -95,7 +95,8 @@ def test_the_async_json_list_answers_as_the_sync_one(m0_server, database):
 
 def test_default_workers_keep_one_connection_per_pool_thread(m0_server, postgres):
     """`--workers 2` with every other default: two processes, one pool thread
-    each, so two persistent connections, however many requests."""
+    each while requests come one at a time (the pool grows only while jobs
+    wait), so two persistent connections, however many requests."""
     # libpq names the connections, so those of other tests' servers (which
     # may still be closing) are not counted.
     env = dict(postgres.env(), VIRTUAL_ENV=TEST_VENV, PGAPPNAME="m0-default-workers")
