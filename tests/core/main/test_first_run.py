@@ -116,7 +116,8 @@ def test_the_defaults_of_workers_share_the_cores_and_bound_the_pool():
         executor = effective_section(out.stdout, "executor")
         assert "type: pool" in executor and "threads: 1" in executor and "max_threads: 32" in executor, out.stdout
         assert "growth: blocked" in executor, out.stdout
-        assert f"{workers} process(es) x 32 = {32 * workers}" in out.stderr, out.stderr
+        assert f"{workers} process(es) x (32 threads + 4 written off at a request deadline) = {36 * workers}" \
+            in out.stderr, out.stderr
 
 
 @needs_python

@@ -154,12 +154,15 @@ def test_check_shows_the_growth_and_the_bound(tmp_path, keys, effective):
 def test_check_prints_the_database_connections_the_bound_implies(tmp_path):
     path = tmp_path / "m0.yaml"
     path.write_text(config("growth_apps:app"))
-    for workers, total, warned in ((1, 32, False), (2, 64, False), (3, 96, True)):
+    # Each process: its 32 threads and up to server.max_written_off (4)
+    # written off at a request deadline, which keep their connections.
+    for workers, total, warned in ((1, 36, False), (2, 72, False), (3, 108, True)):
         result = m0test.run_m0("--check", "--config", str(path), "--set", f"server.workers={workers}",
                                env=dict(os.environ, **PYTHON))
         assert result.returncode == 0, result.stderr
         assert f"at most {BOUND} thread(s) per process" in result.stderr, result.stderr
-        assert f"{workers} process(es) x {BOUND} = {total}" in result.stderr, result.stderr
+        assert f"{workers} process(es) x ({BOUND} threads + 4 written off at a request deadline) = {total}" \
+            in result.stderr, result.stderr
         assert ("warning:" in result.stderr) == warned, result.stderr
 
 
@@ -180,3 +183,20 @@ def test_django_on_postgresql_waits_together_within_the_bound(m0_server, postgre
     assert 8 <= count <= BOUND, count
     port = metrics_port(server)
     server.wait_until(lambda: pool(port)["threads"] >= count, what="the pool's threads in /status.json")
+
+
+def test_a_thread_written_off_in_a_query_keeps_its_connection_within_the_total(m0_server, postgres):
+    # --check's total counts, per process, the pool's bound and the threads
+    # written off at a request deadline, which keep their connection until
+    # they return: a query stuck past the deadline holds one beside the 32.
+    env = dict(postgres.env(), **PYTHON, PGAPPNAME="m0-written-off")
+    deadline = f"{int(m0test.scaled(1000))}ms"
+    server = m0_server(config("django_pg_app:application") + f"server:\n  request_timeout: {deadline}\n", env=env)
+    assert m0test.request(server.port, path="/stuck", timeout=m0test.scaled(60)).status == 504
+    server.wait_for_log("its thread is written off and replaced")
+    assert concurrently(server.port, "/together/8", 8) == ["together"] * 8
+    query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'm0-written-off'"
+    stuck = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'm0-written-off' AND query LIKE '%pg_sleep(600)%'"
+    assert int(postgres.query(stuck)) == 1
+    count = int(postgres.query(query))
+    assert 9 <= count <= BOUND + 4, count

@@ -5,7 +5,7 @@ pool's growth tests.
 
 /together/<n>: counts itself in, then waits in `SELECT pg_sleep(0.02)` on its
 connection until n requests are inside at once; answers "together", or
-"alone" after 30 s."""
+"alone" after 30 s. /stuck: a query that never ends."""
 import os
 import threading
 import time
@@ -54,5 +54,13 @@ def together(request, n):
     return HttpResponse("together" if _arrived >= n else "alone")
 
 
-urlpatterns = [path("together/<int:n>", together)]
+def stuck(request):
+    """A query that hangs: its thread is written off at the request deadline
+    and keeps its connection while the query runs."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_sleep(600)")
+    return HttpResponse("never")
+
+
+urlpatterns = [path("together/<int:n>", together), path("stuck", stuck)]
 application = get_wsgi_application()
