@@ -95,17 +95,12 @@ PyMethodDef request_timeout_def = {
     "request_timeout(seconds): this request's deadline from now on, instead of server.request_timeout "
     "(None or 0: no deadline). Each piece of the response the view produces starts it again."};
 
-// GIL held. Kept for the life of the process, with its environ key (made
-// once: a C string key costs a new str per request).
+}  // namespace
+
 PyObject* request_timeout_callable() {
     static PyObject* fn = PyCFunction_New(&request_timeout_def, nullptr);
     return fn;
 }
-PyObject* request_timeout_key() {
-    static PyObject* key = PyUnicode_InternFromString("m0.request_timeout");
-    return key;
-}
-}  // namespace
 
 // How long the watchdog waits to see the GIL taken before it calls the
 // interpreter wedged: far longer than the switch interval (5 ms) at which a
@@ -220,11 +215,6 @@ void wsgi_call::run(completion_port& port) noexcept {
         if (environ && app_.hub) {
             hold = py_ref(make_hold_callable(this));
             if (!hold || PyDict_SetItemString(environ.get(), "m0.hold", hold.get()) != 0) environ = py_ref();
-        }
-        if (environ && deadline_) {
-            PyObject* fn = request_timeout_callable();
-            PyObject* key = request_timeout_key();
-            if (!fn || !key || PyDict_SetItem(environ.get(), key, fn) != 0) environ = py_ref();
         }
         if (!environ) {
             fail("cannot build the environ");

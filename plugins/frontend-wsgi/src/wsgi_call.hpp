@@ -31,6 +31,11 @@ namespace m0::wsgi {
 
 struct stream_link;
 
+// environ["m0.request_timeout"], in every environ (the template's): one
+// function for every request, acting on the request its thread runs (a
+// request without a deadline ignores it). GIL held; kept for the process.
+PyObject* request_timeout_callable();
+
 // At a request deadline, from the watchdog thread: where the executor thread
 // whose state is `tstate` is stuck (its Python stack, read without the GIL),
 // and whether the GIL can be had at all.

@@ -2,6 +2,8 @@
 // request line, REMOTE_PORT and the body length set per request.
 #include "wsgi_environ.hpp"
 
+#include "wsgi_call.hpp"
+
 #include <array>
 #include <charconv>
 #include <cstring>
@@ -176,6 +178,9 @@ environ_builder::environ_builder(const settings& s) : impl_(new impl) {
     set("wsgi.run_once", Py_NewRef(Py_False));
     set("wsgi.input_terminated", Py_NewRef(Py_True));
     set("wsgi.file_wrapper", Py_NewRef(reinterpret_cast<PyObject*>(&file_wrapper_type)));
+    // In the template rather than added per request: one more key would
+    // cost an insert (and may be a resize) of every request's dict.
+    set("m0.request_timeout", Py_XNewRef(request_timeout_callable()));
     set("SCRIPT_NAME", latin1(s.url_prefix));
     set("SERVER_SOFTWARE", PyUnicode_FromString("m0/" M0_VERSION_STRING));
     // Placeholders for the keys every request sets, so that setting them
