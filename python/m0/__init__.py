@@ -6,7 +6,7 @@ applications use this module's ``publish(channel, data, *, event=None)``,
 which the running server adds (see docs/wheels.md).
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
 def main(argv=None):

@@ -6,9 +6,9 @@
 // compiler, standard library ABI, Boost or m0 is refused at load time rather
 // than crashing on a mismatched class layout.
 #define M0_VERSION_MAJOR 0
-#define M0_VERSION_MINOR 2
+#define M0_VERSION_MINOR 3
 #define M0_VERSION_PATCH 0
-#define M0_VERSION_STRING "0.2.0"
+#define M0_VERSION_STRING "0.3.0"
 
 #define M0_STRINGIFY_IMPL(x) #x
 #define M0_STRINGIFY(x) M0_STRINGIFY_IMPL(x)
