@@ -1,9 +1,10 @@
 """What HTTP/1.1 and HTTP/2 do alike, by one policy. An application's
-response fields: the
-whitespace around a value is not sent (RFC 9110 5.5; HTTP/2 forbids it), over
-HTTP/1.1 as over HTTP/2 (before, HTTP/1.1 sent Django's cookies as
-"Set-Cookie:  csrftoken=..."). A request the engine answers on its own is
-logged at info with its reason on both (HTTP/2 logged it at debug)."""
+response fields: the whitespace around a value is not sent (RFC 9110 5.5;
+HTTP/2 forbids it), over HTTP/1.1 as over HTTP/2 (before, HTTP/1.1 sent
+Django's cookies as "Set-Cookie:  csrftoken=..."). A request the engine
+answers on its own is logged at info with its reason on both (HTTP/2 logged
+it at debug). One header field over http.max_header_size is refused with 431
+on both (HTTP/2 had only its list limit)."""
 import os
 import re
 import sys
