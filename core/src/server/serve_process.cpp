@@ -290,6 +290,11 @@ int serve(deployment& d, const process_role& role) {
         log::info("received " + signal_name(first) + ", stopping now");
     }
 
+    // The watchdog goes first, while the reactors still run: the calls it
+    // watches hold exchanges, which it hands back to their reactors (a
+    // reactor's io_context must outlive every exchange of its). During the
+    // drain, server.drain_timeout bounds what is still running.
+    if (deadlines) deadlines->stop();
     // Drain on a helper thread so this thread keeps listening: a second
     // signal turns the drain into a hard stop.
     std::atomic<bool> drained{false};
@@ -316,8 +321,6 @@ int serve(deployment& d, const process_role& role) {
         sched->shutdown();
     }
     drainer.join();
-    // The calls it still watches hold exchanges of reactors about to go.
-    if (deadlines) deadlines->stop();
     if (sampler) sampler->stop();  // a last sample, while executors and plugins still run
     print_reports(reports);
     unsigned crashed = sched->crashed_reactor_count();
