@@ -249,11 +249,19 @@ void asgi_call::start_deadline(PyObject* loop_thread_state) {
         });
         if (!chain) {
             r.interpreter_wedged = true;
-            r.where = "the event loop's thread (holding the GIL):\n" + python::stack_of(tstate);
+            const std::string stack = python::stack_of(tstate);
+            r.where = "the event loop's thread (holding the GIL):\n" +
+                      (stack.empty() ? std::string("(its stack cannot be read in this CPython without the GIL)") : stack);
         } else if (chain->empty()) {
             // No Task yet: its first step, run at once, has not returned
             // (code that never awaits), so the loop's thread is in it.
-            r.where = "the event loop's thread:\n" + python::stack_of(tstate);
+            std::string stack = python::stack_of(tstate);
+            if (stack.empty()) {
+                const unsigned long ident = tstate->thread_id;
+                stack = python::with_gil_within(gil_probe_wait, [ident] { return python::stack_with_gil(ident); })
+                            .value_or(std::string());
+            }
+            r.where = "the event loop's thread:\n" + stack;
         } else {
             r.where = std::move(*chain);
         }

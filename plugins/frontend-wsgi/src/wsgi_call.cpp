@@ -111,9 +111,19 @@ constexpr std::chrono::milliseconds gil_probe_wait{2000};
 // its stack read without the GIL, and whether the GIL can be had at all.
 stuck_report where_stuck(PyThreadState* tstate) {
     stuck_report r;
+    // Without the GIL where this CPython allows it; else read with the GIL
+    // on a probe thread (which also tells whether the GIL can be had).
     r.where = python::stack_of(tstate);
-    r.interpreter_wedged = !python::gil_free_within(gil_probe_wait);
-    if (r.interpreter_wedged) r.where += (r.where.empty() ? "" : "\n") + std::string("(holding the GIL)");
+    const unsigned long ident = tstate->thread_id;
+    const bool read_it = r.where.empty();
+    auto with_gil = python::with_gil_within(gil_probe_wait, [ident, read_it] {
+        return read_it ? python::stack_with_gil(ident) : std::string();
+    });
+    r.interpreter_wedged = !with_gil;
+    if (with_gil && r.where.empty()) r.where = std::move(*with_gil);
+    if (r.interpreter_wedged)
+        r.where += r.where.empty() ? "(holding the GIL; its stack cannot be read in this CPython without it)"
+                                   : "\n(holding the GIL)";
     return r;
 }
 wsgi_call::wsgi_call(application& app, executor_lane& lane, http::exchange_ptr ex, request_facts facts,

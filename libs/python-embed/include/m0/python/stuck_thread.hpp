@@ -16,8 +16,13 @@ namespace m0::python {
 // The Python stack of the thread whose state is `tstate`, most recent call
 // first, one frame a line ('  File "app.py", line 12 in view'), read
 // without the GIL: frames the thread changes meanwhile may come out wrong,
-// never a crash of this process. Empty when nothing could be read.
+// never a crash of this process. Empty when nothing could be read, or when
+// this CPython does not export its dumper (3.10 and 3.13 shared builds).
 M0PY_API std::string stack_of(PyThreadState* tstate);
+
+// GIL held: the stack of the thread whose threading ident is
+// `thread_ident` (sys._current_frames), outermost call first; empty if none.
+M0PY_API std::string stack_with_gil(unsigned long thread_ident);
 
 // Runs `fn` with the GIL on a new thread and returns what it returned, if
 // that thread got the GIL within `wait`; nullopt if not (the GIL is held
